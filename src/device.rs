@@ -1,0 +1,76 @@
+//! Compute devices that spaces live on.
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::{Error, Result};
+
+/// Where a space's elements are stored and where operators on it compute.
+///
+/// A space carries its device; an operator's domain and range fix where it computes.
+/// Moving data between devices is always explicit.
+///
+/// ```
+/// use rodl::Device;
+/// let d: Device = "cuda:1".parse()?;
+/// assert_eq!(d, Device::Cuda(1));
+/// assert_eq!("cpu".parse::<Device>()?, Device::Cpu);
+/// assert!("tpu".parse::<Device>().is_err());
+/// # Ok::<(), rodl::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Device {
+    /// Host memory; computations use rayon threads.
+    #[default]
+    Cpu,
+    /// The CUDA GPU with this ordinal (needs the crate feature `cuda`).
+    Cuda(usize),
+}
+
+impl Device {
+    /// Whether this is a CUDA device.
+    pub fn is_cuda(self) -> bool {
+        matches!(self, Device::Cuda(_))
+    }
+
+    /// Checks that the device can be used now: always for the CPU; for CUDA, that the crate was
+    /// built with the `cuda` feature, that a driver is present and that the ordinal exists.
+    pub fn check_available(self) -> Result<()> {
+        match self {
+            Device::Cpu => Ok(()),
+            Device::Cuda(id) => crate::backend::cuda_check_available(id),
+        }
+    }
+}
+
+impl fmt::Display for Device {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Device::Cpu => write!(f, "cpu"),
+            Device::Cuda(i) => write!(f, "cuda:{i}"),
+        }
+    }
+}
+
+impl FromStr for Device {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        let t = s.trim().to_ascii_lowercase();
+        if t == "cpu" {
+            return Ok(Device::Cpu);
+        }
+        if t == "cuda" || t == "gpu" {
+            return Ok(Device::Cuda(0));
+        }
+        if let Some(rest) = t.strip_prefix("cuda:").or_else(|| t.strip_prefix("gpu:")) {
+            return rest
+                .parse::<usize>()
+                .map(Device::Cuda)
+                .map_err(|_| Error::invalid(format!("bad device ordinal in {s:?}")));
+        }
+        Err(Error::invalid(format!(
+            "unknown device {s:?} (expected \"cpu\", \"cuda\" or \"cuda:N\")"
+        )))
+    }
+}

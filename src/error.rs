@@ -1,0 +1,88 @@
+//! The crate's single error type.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong in rodl.
+///
+/// Every fallible public function returns [`Result`]; rodl does not panic on user input,
+/// on a missing GPU or driver, or on GPU memory exhaustion.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Two shapes that must agree do not.
+    #[error("shape mismatch in {context}: expected {expected:?}, got {got:?}")]
+    Shape {
+        /// Where the mismatch was found.
+        context: String,
+        /// The shape that was required.
+        expected: Vec<usize>,
+        /// The shape that was given.
+        got: Vec<usize>,
+    },
+    /// An element or operator does not belong to the space it is used with.
+    #[error("space mismatch in {context}: expected {expected}, got {got}")]
+    SpaceMismatch {
+        /// Where the mismatch was found.
+        context: String,
+        /// The space that was required.
+        expected: String,
+        /// The space that was given.
+        got: String,
+    },
+    /// Data or operators live on different devices.
+    #[error("device mismatch in {context}: expected {expected}, got {got}")]
+    DeviceMismatch {
+        /// Where the mismatch was found.
+        context: String,
+        /// The device that was required.
+        expected: String,
+        /// The device that was given.
+        got: String,
+    },
+    /// An argument is out of its valid range.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// An operation that needs a linear operator got a non-linear one.
+    #[error("operator is not linear: {0}")]
+    NotLinear(String),
+    /// A geometry description is inconsistent.
+    #[error("invalid geometry: {0}")]
+    Geometry(String),
+    /// The requested feature or combination is not supported.
+    #[error("not supported: {0}")]
+    Unsupported(String),
+    /// CUDA was asked for but cannot be used (no feature, no driver, no such GPU).
+    #[error("CUDA is not available: {0}")]
+    CudaUnavailable(String),
+    /// A CUDA call failed (launch, copy, allocation, kernel compilation).
+    #[error("CUDA error: {0}")]
+    Cuda(String),
+    /// Reading or writing a file failed.
+    #[error("{path}: {message}")]
+    Io {
+        /// The file concerned.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+    /// A configuration document (geometry JSON, …) is malformed.
+    #[error("invalid configuration: {0}")]
+    Config(String),
+}
+
+/// `std::result::Result` with [`Error`].
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    pub(crate) fn shape(context: impl Into<String>, expected: &[usize], got: &[usize]) -> Self {
+        Error::Shape {
+            context: context.into(),
+            expected: expected.to_vec(),
+            got: got.to_vec(),
+        }
+    }
+
+    pub(crate) fn invalid(msg: impl Into<String>) -> Self {
+        Error::InvalidArgument(msg.into())
+    }
+}

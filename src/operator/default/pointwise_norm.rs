@@ -1,0 +1,83 @@
+//! The pointwise norm of a vector field.
+
+use crate::operator::Operator;
+use crate::{Element, Error, Result, Scalar, Space};
+
+/// The pointwise p-norm `X^d → X`, `|g|_p[i] = (Σ_k |g_k[i]|^p)^{1/p}` (p ∈ [1, ∞]).
+/// Non-linear.
+///
+/// ```
+/// use rodl::{rn, Operator, PointwiseNorm, Space};
+/// let x = rn::<f64>(&[2])?;
+/// let v = x.power(2)?;
+/// let g = v.product_element(vec![x.full(3.0)?, x.full(4.0)?])?;
+/// let n = PointwiseNorm::new(v, 2.0)?.apply(&g)?;
+/// assert_eq!(n.as_slice()?, &[5.0, 5.0]);
+/// # Ok::<(), rodl::Error>(())
+/// ```
+pub struct PointwiseNorm<T: Scalar> {
+    domain: Space<T>,
+    range: Space<T>,
+    exponent: f64,
+}
+
+impl<T: Scalar> PointwiseNorm<T> {
+    /// The pointwise `exponent`-norm on the power space `domain = X^d`.
+    pub fn new(domain: Space<T>, exponent: f64) -> Result<Self> {
+        if !(exponent >= 1.0) {
+            return Err(Error::invalid(format!(
+                "pointwise norm exponent must be in [1, ∞], got {exponent}"
+            )));
+        }
+        let parts = domain.parts()?;
+        let range = parts[0].clone();
+        if range.is_product() || parts.iter().any(|p| *p != range) {
+            return Err(Error::invalid(format!(
+                "PointwiseNorm needs a power space of a tensor space, got {domain}"
+            )));
+        }
+        Ok(Self {
+            domain,
+            range,
+            exponent,
+        })
+    }
+}
+
+impl<T: Scalar> Operator<T> for PointwiseNorm<T> {
+    fn domain(&self) -> &Space<T> {
+        &self.domain
+    }
+    fn range(&self) -> &Space<T> {
+        &self.range
+    }
+    fn evaluate(&self, x: &Element<T>, out: &mut Element<T>) -> Result<()> {
+        let parts = x
+            .parts()?
+            .iter()
+            .map(|p| p.as_slice())
+            .collect::<Result<Vec<_>>>()?;
+        let o = out.as_slice_mut()?;
+        let p = self.exponent;
+        for (i, o) in o.iter_mut().enumerate() {
+            *o = if p == 1.0 {
+                parts
+                    .iter()
+                    .map(|g| g[i].abs())
+                    .fold(T::zero(), |a, b| a + b)
+            } else if p == 2.0 {
+                parts
+                    .iter()
+                    .map(|g| g[i] * g[i])
+                    .fold(T::zero(), |a, b| a + b)
+                    .sqrt()
+            } else if p.is_infinite() {
+                parts.iter().map(|g| g[i].abs()).fold(T::zero(), T::max)
+            } else {
+                let s: f64 = parts.iter().map(|g| g[i].f64().abs().powf(p)).sum();
+                T::of(s.powf(1.0 / p))
+            };
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,510 @@
+//! Spaces: tensor spaces, discretised function spaces on uniform partitions, product spaces.
+//!
+//! A [`Space`] is a cheap-to-clone description (shape, weighting, partition, device) that makes
+//! and combines its [`Element`]s. All vector-space arithmetic goes through the space, which checks
+//! that the elements belong to it and dispatches to the backend of its device.
+
+mod partition;
+mod vector_ops;
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use ndarray::{ArrayD, IxDyn};
+use rand::Rng;
+use rand_distr::StandardNormal;
+
+pub use partition::UniformPartition;
+
+use crate::backend::cuda::DeviceTensor;
+use crate::element::ElementKind;
+use crate::{Device, Element, Error, Result, Scalar};
+
+/// A vector space whose elements rodl operators map between.
+///
+/// Three kinds exist: tensor spaces [`rn`] (optionally with a constant weight), discretised
+/// function spaces [`uniform_discr`] (weighted by the cell volume, so the inner product is a
+/// Riemann sum), and product spaces [`Space::product`] / [`Space::power`].
+///
+/// ```
+/// use rodl::{uniform_discr, Space};
+/// let x_space = uniform_discr::<f64>(&[0.0, 0.0], &[1.0, 2.0], &[4, 8])?;
+/// assert_eq!(x_space.cell_volume()?, 0.0625);
+/// let one = x_space.one()?;
+/// // ‖1‖² = ∫ 1 dx = area of the domain
+/// assert!((x_space.norm(&one)?.powi(2) - 2.0).abs() < 1e-14);
+/// # Ok::<(), rodl::Error>(())
+/// ```
+pub struct Space<T: Scalar> {
+    inner: Arc<SpaceKind<T>>,
+    _t: PhantomData<fn() -> T>,
+}
+
+enum SpaceKind<T: Scalar> {
+    Tensor(TensorSpec),
+    Product(Vec<Space<T>>),
+}
+
+/// Description of a tensor space: shape, constant weight, optional partition, device.
+#[derive(Clone, Debug, PartialEq)]
+struct TensorSpec {
+    shape: Vec<usize>,
+    weight: f64,
+    partition: Option<UniformPartition>,
+    device: Device,
+}
+
+impl<T: Scalar> Clone for Space<T> {
+    fn clone(&self) -> Self {
+        Space {
+            inner: Arc::clone(&self.inner),
+            _t: PhantomData,
+        }
+    }
+}
+
+impl<T: Scalar> PartialEq for Space<T> {
+    fn eq(&self, other: &Self) -> bool {
+        if Arc::ptr_eq(&self.inner, &other.inner) {
+            return true;
+        }
+        match (&*self.inner, &*other.inner) {
+            (SpaceKind::Tensor(a), SpaceKind::Tensor(b)) => a == b,
+            (SpaceKind::Product(a), SpaceKind::Product(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+/// The tensor space ℝⁿ of the given shape on the CPU, with the plain (unweighted) inner product.
+///
+/// ```
+/// let s = rodl::rn::<f32>(&[3, 4])?;
+/// assert_eq!(s.shape()?, &[3, 4]);
+/// # Ok::<(), rodl::Error>(())
+/// ```
+pub fn rn<T: Scalar>(shape: &[usize]) -> Result<Space<T>> {
+    weighted_rn(shape, 1.0)
+}
+
+/// The tensor space ℝⁿ with inner product `weight · Σ xᵢ yᵢ`.
+pub fn weighted_rn<T: Scalar>(shape: &[usize], weight: f64) -> Result<Space<T>> {
+    check_shape(shape)?;
+    if !(weight.is_finite() && weight > 0.0) {
+        return Err(Error::invalid(format!(
+            "weight must be finite and positive, got {weight}"
+        )));
+    }
+    Ok(Space::from_kind(SpaceKind::Tensor(TensorSpec {
+        shape: shape.to_vec(),
+        weight,
+        partition: None,
+        device: Device::Cpu,
+    })))
+}
+
+/// A discretised function space on `[min_pt, max_pt]` with `shape` cells, on the CPU.
+///
+/// Elements hold the function values at the cell midpoints; the inner product is weighted by the
+/// cell volume, so that `⟨x, y⟩ ≈ ∫ x y`.
+///
+/// ```
+/// use rodl::uniform_discr;
+/// let s = uniform_discr::<f64>(&[-1.0], &[1.0], &[4])?;
+/// let x = s.element_from_fn(|p| p[0])?;
+/// assert_eq!(x.as_array()?.as_slice().unwrap(), &[-0.75, -0.25, 0.25, 0.75]);
+/// # Ok::<(), rodl::Error>(())
+/// ```
+pub fn uniform_discr<T: Scalar>(
+    min_pt: &[f64],
+    max_pt: &[f64],
+    shape: &[usize],
+) -> Result<Space<T>> {
+    let partition = UniformPartition::new(min_pt, max_pt, shape)?;
+    Ok(Space::from_partition(partition))
+}
+
+fn check_shape(shape: &[usize]) -> Result<()> {
+    if shape.is_empty() {
+        return Err(Error::invalid("a tensor space needs at least one axis"));
+    }
+    if shape.contains(&0) {
+        return Err(Error::invalid(format!(
+            "a tensor space needs non-zero axis lengths, got {shape:?}"
+        )));
+    }
+    shape
+        .iter()
+        .try_fold(1usize, |a, &n| a.checked_mul(n))
+        .ok_or_else(|| Error::invalid(format!("shape {shape:?} overflows usize")))?;
+    Ok(())
+}
+
+impl<T: Scalar> Space<T> {
+    fn from_kind(kind: SpaceKind<T>) -> Self {
+        Space {
+            inner: Arc::new(kind),
+            _t: PhantomData,
+        }
+    }
+
+    /// The discretised space of a partition (weight = cell volume), on the CPU.
+    pub fn from_partition(partition: UniformPartition) -> Self {
+        Space::from_kind(SpaceKind::Tensor(TensorSpec {
+            shape: partition.shape().to_vec(),
+            weight: partition.cell_volume(),
+            partition: Some(partition),
+            device: Device::Cpu,
+        }))
+    }
+
+    /// The product space `parts[0] × parts[1] × …`; its inner product is the sum of the parts'.
+    ///
+    /// All parts must live on the same device.
+    pub fn product(parts: Vec<Space<T>>) -> Result<Self> {
+        if parts.is_empty() {
+            return Err(Error::invalid("a product space needs at least one part"));
+        }
+        let d = parts[0].device();
+        if let Some(p) = parts.iter().find(|p| p.device() != d) {
+            return Err(Error::DeviceMismatch {
+                context: "product space".into(),
+                expected: d.to_string(),
+                got: p.device().to_string(),
+            });
+        }
+        Ok(Space::from_kind(SpaceKind::Product(parts)))
+    }
+
+    /// The power space `self^n`.
+    pub fn power(&self, n: usize) -> Result<Self> {
+        Space::product(vec![self.clone(); n])
+    }
+
+    /// The same space on another device (a new space; this one is unchanged).
+    ///
+    /// Errors when the device cannot be used (see [`Device::check_available`]).
+    pub fn with_device(&self, device: Device) -> Result<Self> {
+        device.check_available()?;
+        Ok(match &*self.inner {
+            SpaceKind::Tensor(t) => Space::from_kind(SpaceKind::Tensor(TensorSpec {
+                device,
+                ..t.clone()
+            })),
+            SpaceKind::Product(p) => Space::from_kind(SpaceKind::Product(
+                p.iter()
+                    .map(|s| s.with_device(device))
+                    .collect::<Result<Vec<_>>>()?,
+            )),
+        })
+    }
+
+    /// The same space with another scalar type.
+    pub fn with_scalar<U: Scalar>(&self) -> Space<U> {
+        match &*self.inner {
+            SpaceKind::Tensor(t) => Space::from_kind(SpaceKind::Tensor(t.clone())),
+            SpaceKind::Product(p) => Space::from_kind(SpaceKind::Product(
+                p.iter().map(|s| s.with_scalar::<U>()).collect(),
+            )),
+        }
+    }
+
+    /// The device this space's elements live on.
+    pub fn device(&self) -> Device {
+        match &*self.inner {
+            SpaceKind::Tensor(t) => t.device,
+            SpaceKind::Product(p) => p[0].device(),
+        }
+    }
+
+    /// Whether this is a product space.
+    pub fn is_product(&self) -> bool {
+        matches!(&*self.inner, SpaceKind::Product(_))
+    }
+
+    /// The parts of a product space.
+    pub fn parts(&self) -> Result<&[Space<T>]> {
+        match &*self.inner {
+            SpaceKind::Product(p) => Ok(p),
+            SpaceKind::Tensor(_) => Err(Error::invalid(format!("{self} is not a product space"))),
+        }
+    }
+
+    /// One part of a product space.
+    pub fn part(&self, i: usize) -> Result<&Space<T>> {
+        let p = self.parts()?;
+        p.get(i)
+            .ok_or_else(|| Error::invalid(format!("part {i} out of range for {} parts", p.len())))
+    }
+
+    fn tensor(&self) -> Result<&TensorSpec> {
+        match &*self.inner {
+            SpaceKind::Tensor(t) => Ok(t),
+            SpaceKind::Product(_) => Err(Error::invalid(format!(
+                "{self} is a product space, not a tensor space"
+            ))),
+        }
+    }
+
+    /// Shape of a tensor space.
+    pub fn shape(&self) -> Result<&[usize]> {
+        Ok(&self.tensor()?.shape)
+    }
+
+    /// Number of axes of a tensor space.
+    pub fn ndim(&self) -> Result<usize> {
+        Ok(self.tensor()?.shape.len())
+    }
+
+    /// Total number of scalars in an element (summed over parts for a product space).
+    pub fn size(&self) -> usize {
+        match &*self.inner {
+            SpaceKind::Tensor(t) => t.shape.iter().product(),
+            SpaceKind::Product(p) => p.iter().map(|s| s.size()).sum(),
+        }
+    }
+
+    /// The constant weight of a tensor space's inner product (1 for `rn`, the cell volume for
+    /// `uniform_discr`).
+    pub fn weight(&self) -> Result<f64> {
+        Ok(self.tensor()?.weight)
+    }
+
+    /// The partition of a discretised space.
+    pub fn partition(&self) -> Result<&UniformPartition> {
+        self.tensor()?
+            .partition
+            .as_ref()
+            .ok_or_else(|| Error::invalid(format!("{self} is not a discretised space")))
+    }
+
+    /// Cell side lengths of a discretised space.
+    pub fn cell_sides(&self) -> Result<Vec<f64>> {
+        Ok(self.partition()?.cell_sides())
+    }
+
+    /// Cell volume of a discretised space.
+    pub fn cell_volume(&self) -> Result<f64> {
+        Ok(self.partition()?.cell_volume())
+    }
+
+    /// Lower corner of a discretised space's domain.
+    pub fn min_pt(&self) -> Result<&[f64]> {
+        Ok(self.partition()?.min_pt())
+    }
+
+    /// Upper corner of a discretised space's domain.
+    pub fn max_pt(&self) -> Result<&[f64]> {
+        Ok(self.partition()?.max_pt())
+    }
+
+    /// The cell midpoints of a discretised space, one row per point in C order (`size × ndim`).
+    pub fn points(&self) -> Result<ndarray::Array2<f64>> {
+        let p = self.partition()?;
+        let coords = (0..p.ndim())
+            .map(|a| p.coord_vector(a))
+            .collect::<Result<Vec<_>>>()?;
+        let n = self.size();
+        let d = p.ndim();
+        let mut out = ndarray::Array2::zeros((n, d));
+        for (k, idx) in ndarray::indices(p.shape()).into_iter().enumerate() {
+            for a in 0..d {
+                out[[k, a]] = coords[a][idx[a]];
+            }
+        }
+        Ok(out)
+    }
+
+    // ---------------------------------------------------------------- element construction
+
+    /// An element filled with `value`.
+    pub fn full(&self, value: T) -> Result<Element<T>> {
+        match &*self.inner {
+            SpaceKind::Tensor(t) => match t.device {
+                Device::Cpu => Ok(Element::host(ArrayD::from_elem(IxDyn(&t.shape), value))),
+                Device::Cuda(id) => {
+                    let mut d = DeviceTensor::zeros(id, &t.shape)?;
+                    if value != T::zero() {
+                        d.fill(value)?;
+                    }
+                    Ok(Element::cuda(d))
+                }
+            },
+            SpaceKind::Product(p) => Ok(Element::product(
+                p.iter().map(|s| s.full(value)).collect::<Result<_>>()?,
+            )),
+        }
+    }
+
+    /// The zero element.
+    pub fn zero(&self) -> Result<Element<T>> {
+        self.full(T::zero())
+    }
+
+    /// The element that is 1 everywhere.
+    pub fn one(&self) -> Result<Element<T>> {
+        self.full(T::one())
+    }
+
+    /// An element from host data (copied to the space's device when that is a GPU).
+    pub fn element(&self, data: ArrayD<T>) -> Result<Element<T>> {
+        let t = self.tensor()?;
+        if data.shape() != t.shape.as_slice() {
+            return Err(Error::shape("Space::element", &t.shape, data.shape()));
+        }
+        match t.device {
+            Device::Cpu => Ok(Element::host(data)),
+            Device::Cuda(id) => Ok(Element::cuda(DeviceTensor::from_host(id, data.view())?)),
+        }
+    }
+
+    /// An element from a flat vector in C order.
+    pub fn element_from_vec(&self, data: Vec<T>) -> Result<Element<T>> {
+        let shape = self.shape()?.to_vec();
+        let n: usize = shape.iter().product();
+        if data.len() != n {
+            return Err(Error::shape("Space::element_from_vec", &[n], &[data.len()]));
+        }
+        let a = ArrayD::from_shape_vec(IxDyn(&shape), data)
+            .map_err(|e| Error::invalid(e.to_string()))?;
+        self.element(a)
+    }
+
+    /// A product-space element from its parts (each checked against its part space).
+    pub fn product_element(&self, parts: Vec<Element<T>>) -> Result<Element<T>> {
+        let e = Element::product(parts);
+        self.check_member(&e, "Space::product_element")?;
+        Ok(e)
+    }
+
+    /// The discretisation of a function: `f` gets the coordinates of each cell midpoint.
+    pub fn element_from_fn(&self, f: impl Fn(&[f64]) -> T) -> Result<Element<T>> {
+        let p = self.partition()?;
+        let coords = (0..p.ndim())
+            .map(|a| p.coord_vector(a))
+            .collect::<Result<Vec<_>>>()?;
+        let mut pt = vec![0.0; p.ndim()];
+        let a = ArrayD::from_shape_fn(IxDyn(p.shape()), |idx| {
+            for (k, c) in pt.iter_mut().enumerate() {
+                *c = coords[k][idx[k]];
+            }
+            f(&pt)
+        });
+        self.element(a)
+    }
+
+    /// An element with independent standard-normal entries.
+    pub fn random_normal<R: Rng + ?Sized>(&self, rng: &mut R) -> Result<Element<T>> {
+        match &*self.inner {
+            SpaceKind::Tensor(t) => {
+                let a = ArrayD::from_shape_simple_fn(IxDyn(&t.shape), || {
+                    T::of(rng.sample::<f64, _>(StandardNormal))
+                });
+                self.element(a)
+            }
+            SpaceKind::Product(p) => Ok(Element::product(
+                p.iter()
+                    .map(|s| s.random_normal(rng))
+                    .collect::<Result<_>>()?,
+            )),
+        }
+    }
+
+    /// Whether `x` has this space's structure, shape and device.
+    pub fn contains(&self, x: &Element<T>) -> bool {
+        match (&*self.inner, &x.kind) {
+            (SpaceKind::Tensor(t), ElementKind::Host(a)) => {
+                t.device == Device::Cpu && a.shape() == t.shape.as_slice()
+            }
+            (SpaceKind::Tensor(t), ElementKind::Cuda(d)) => {
+                t.device == d.device() && d.shape() == t.shape.as_slice()
+            }
+            (SpaceKind::Product(p), ElementKind::Product(e)) => {
+                p.len() == e.len() && p.iter().zip(e).all(|(s, x)| s.contains(x))
+            }
+            _ => false,
+        }
+    }
+
+    /// Errors unless `x` belongs to this space.
+    pub fn check_member(&self, x: &Element<T>, context: &str) -> Result<()> {
+        if self.contains(x) {
+            return Ok(());
+        }
+        if x.device() != self.device() {
+            return Err(Error::DeviceMismatch {
+                context: context.into(),
+                expected: self.device().to_string(),
+                got: x.device().to_string(),
+            });
+        }
+        Err(Error::SpaceMismatch {
+            context: context.into(),
+            expected: self.to_string(),
+            got: describe_element(x),
+        })
+    }
+}
+
+fn describe_element<T: Scalar>(x: &Element<T>) -> String {
+    match &x.kind {
+        ElementKind::Product(p) => format!(
+            "product element with parts [{}]",
+            p.iter()
+                .map(describe_element)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        _ => format!(
+            "tensor of shape {:?} on {}",
+            x.shape().unwrap_or(&[]),
+            x.device()
+        ),
+    }
+}
+
+impl<T: Scalar> fmt::Display for Space<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &*self.inner {
+            SpaceKind::Tensor(t) => {
+                match &t.partition {
+                    Some(p) => write!(
+                        f,
+                        "uniform_discr({:?}, {:?}, {:?})",
+                        p.min_pt(),
+                        p.max_pt(),
+                        p.shape()
+                    )?,
+                    None if t.weight == 1.0 => write!(f, "rn({:?})", t.shape)?,
+                    None => write!(f, "rn({:?}, weight={})", t.shape, t.weight)?,
+                }
+                write!(f, "<{}>", T::NAME)?;
+                if t.device != Device::Cpu {
+                    write!(f, " on {}", t.device)?;
+                }
+                Ok(())
+            }
+            SpaceKind::Product(p) => {
+                if p.iter().all(|s| *s == p[0]) {
+                    write!(f, "({})^{}", p[0], p.len())
+                } else {
+                    write!(
+                        f,
+                        "({})",
+                        p.iter()
+                            .map(|s| s.to_string())
+                            .collect::<Vec<_>>()
+                            .join(" × ")
+                    )
+                }
+            }
+        }
+    }
+}
+
+impl<T: Scalar> fmt::Debug for Space<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Space({self})")
+    }
+}

@@ -1,0 +1,98 @@
+//! Uniform cell partitions of a rectangular domain.
+
+use crate::{Error, Result};
+
+/// A uniform partition of the box `[min_pt, max_pt]` into `shape` cells per axis.
+///
+/// Sample points are the cell midpoints, as in ODL's `uniform_partition`.
+///
+/// ```
+/// use rodl::UniformPartition;
+/// let p = UniformPartition::new(&[0.0], &[1.0], &[4])?;
+/// assert_eq!(p.cell_sides(), vec![0.25]);
+/// assert_eq!(p.coord_vector(0)?, vec![0.125, 0.375, 0.625, 0.875]);
+/// # Ok::<(), rodl::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct UniformPartition {
+    min_pt: Vec<f64>,
+    max_pt: Vec<f64>,
+    shape: Vec<usize>,
+}
+
+impl UniformPartition {
+    /// A partition of `[min_pt, max_pt]` with `shape[i]` cells along axis `i`.
+    ///
+    /// Errors when the lengths differ, a bound is not finite, `min_pt[i] >= max_pt[i]` or a count is 0.
+    pub fn new(min_pt: &[f64], max_pt: &[f64], shape: &[usize]) -> Result<Self> {
+        if min_pt.len() != shape.len() || max_pt.len() != shape.len() {
+            return Err(Error::invalid(format!(
+                "partition: min_pt ({}), max_pt ({}) and shape ({}) must have the same length",
+                min_pt.len(),
+                max_pt.len(),
+                shape.len()
+            )));
+        }
+        if shape.is_empty() {
+            return Err(Error::invalid("partition: at least one axis is needed"));
+        }
+        for i in 0..shape.len() {
+            if !(min_pt[i].is_finite() && max_pt[i].is_finite()) || min_pt[i] >= max_pt[i] {
+                return Err(Error::invalid(format!(
+                    "partition: axis {i} needs finite min_pt < max_pt, got [{}, {}]",
+                    min_pt[i], max_pt[i]
+                )));
+            }
+            if shape[i] == 0 {
+                return Err(Error::invalid(format!("partition: axis {i} has 0 cells")));
+            }
+        }
+        Ok(Self {
+            min_pt: min_pt.to_vec(),
+            max_pt: max_pt.to_vec(),
+            shape: shape.to_vec(),
+        })
+    }
+
+    /// Number of axes.
+    pub fn ndim(&self) -> usize {
+        self.shape.len()
+    }
+    /// Lower corner of the box.
+    pub fn min_pt(&self) -> &[f64] {
+        &self.min_pt
+    }
+    /// Upper corner of the box.
+    pub fn max_pt(&self) -> &[f64] {
+        &self.max_pt
+    }
+    /// Cells per axis.
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+    /// Side lengths of one cell.
+    pub fn cell_sides(&self) -> Vec<f64> {
+        (0..self.ndim()).map(|i| self.cell_side(i)).collect()
+    }
+    /// Side length of a cell along `axis` (no bounds check: `axis < ndim`).
+    pub fn cell_side(&self, axis: usize) -> f64 {
+        (self.max_pt[axis] - self.min_pt[axis]) / self.shape[axis] as f64
+    }
+    /// Volume of one cell: the weight of the discretised inner product.
+    pub fn cell_volume(&self) -> f64 {
+        self.cell_sides().iter().product()
+    }
+    /// Midpoint coordinates along one axis.
+    pub fn coord_vector(&self, axis: usize) -> Result<Vec<f64>> {
+        if axis >= self.ndim() {
+            return Err(Error::invalid(format!(
+                "axis {axis} out of range for a {}-dimensional partition",
+                self.ndim()
+            )));
+        }
+        let h = self.cell_side(axis);
+        Ok((0..self.shape[axis])
+            .map(|i| self.min_pt[axis] + (i as f64 + 0.5) * h)
+            .collect())
+    }
+}
