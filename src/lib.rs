@@ -24,6 +24,7 @@ mod error;
 pub mod operator;
 mod scalar;
 mod space;
+pub mod tomo;
 
 pub use device::Device;
 pub use diagnostics::{check_adjoint, check_linearity, AdjointReport};

@@ -34,6 +34,10 @@ pub trait Scalar:
     fn of(v: f64) -> Self;
     /// Converts to `f64` exactly.
     fn f64(self) -> f64;
+    /// Converts an index (exact below 2^24 for f32).
+    fn from_index(i: usize) -> Self;
+    /// Truncates towards zero to an index (saturating; for already-floored values).
+    fn as_isize(self) -> isize;
 }
 
 impl Scalar for f32 {
@@ -47,6 +51,14 @@ impl Scalar for f32 {
     fn f64(self) -> f64 {
         self as f64
     }
+    #[inline(always)]
+    fn from_index(i: usize) -> Self {
+        i as f32
+    }
+    #[inline(always)]
+    fn as_isize(self) -> isize {
+        self as isize
+    }
 }
 
 impl Scalar for f64 {
@@ -59,5 +71,13 @@ impl Scalar for f64 {
     #[inline(always)]
     fn f64(self) -> f64 {
         self
+    }
+    #[inline(always)]
+    fn from_index(i: usize) -> Self {
+        i as f64
+    }
+    #[inline(always)]
+    fn as_isize(self) -> isize {
+        self as isize
     }
 }

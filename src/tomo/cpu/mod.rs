@@ -1,0 +1,4 @@
+//! CPU (rayon) projectors.
+
+pub(crate) mod joseph;
+pub(crate) mod ray;

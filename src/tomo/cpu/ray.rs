@@ -1,0 +1,118 @@
+//! Ray set-up for Joseph's method, shared by the forward projection and its transpose so that
+//! both use bit-identical weights.
+
+use crate::tomo::geometry::VecGeometry;
+use crate::Scalar;
+
+/// The volume grid in world coordinates: `shape`, lower corner and cell sides, padded to 3 axes
+/// (a 2D grid has a third axis of one cell).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Grid {
+    pub(crate) shape: [usize; 3],
+    pub(crate) min: [f64; 3],
+    pub(crate) h: [f64; 3],
+}
+
+/// One ray marched along its dominant axis `a`: at plane `m` (integer index along `a`) the
+/// fractional indices along the other axes `b < c` are `fb0 + m·sb` and `fc0 + m·sc`; each plane
+/// contributes with weight `w` (the step length) times the (bi)linear interpolation weights.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Ray<T> {
+    pub(crate) a: usize,
+    pub(crate) fb0: T,
+    pub(crate) sb: T,
+    pub(crate) fc0: T,
+    pub(crate) sc: T,
+    pub(crate) w: T,
+    /// First plane with a possibly non-zero contribution.
+    pub(crate) m0: usize,
+    /// One past the last such plane.
+    pub(crate) m1: usize,
+}
+
+/// The two non-dominant axes, in increasing order.
+#[inline(always)]
+pub(crate) fn other_axes(a: usize) -> (usize, usize) {
+    match a {
+        0 => (1, 2),
+        1 => (0, 2),
+        _ => (0, 1),
+    }
+}
+
+/// Planes `m ∈ [0, n_a)` where `f0 + m s ∈ (−1, n)`, widened by one on each side (the kernels
+/// check bounds per sample, so a conservative range is enough).
+#[inline(always)]
+fn plane_range(f0: f64, s: f64, n: usize, n_a: usize, lo: &mut f64, hi: &mut f64) {
+    let nf = n as f64;
+    if s == 0.0 {
+        if !(f0 > -1.0 && f0 < nf) {
+            *lo = f64::INFINITY;
+        }
+        return;
+    }
+    let (t0, t1) = ((-1.0 - f0) / s, (nf - f0) / s);
+    let (t0, t1) = if t0 < t1 { (t0, t1) } else { (t1, t0) };
+    *lo = lo.max(t0.floor());
+    *hi = hi.min(t1.ceil() + 1.0).min(n_a as f64);
+}
+
+impl Grid {
+    /// Sets up the ray through detector pixel `(iu, iv)` of view `view`, or `None` when it misses
+    /// the grid.
+    #[inline]
+    pub(crate) fn ray<T: Scalar>(
+        &self,
+        geom: &VecGeometry,
+        view: usize,
+        iu: usize,
+        iv: usize,
+    ) -> Option<Ray<T>> {
+        let (q, d) = geom.ray(view, iu, iv);
+        let dims = geom.ndim();
+        // Dominant axis in index space.
+        let mut a = 0;
+        let mut best = -1.0;
+        for k in 0..dims {
+            let s = (d[k] / self.h[k]).abs();
+            if s > best {
+                best = s;
+                a = k;
+            }
+        }
+        if best <= 0.0 {
+            return None;
+        }
+        let (b, c) = other_axes(a);
+        let len = (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt();
+        let w = self.h[a] * len / d[a].abs();
+        // Position along the ray at the first plane centre.
+        let t0 = (self.min[a] + 0.5 * self.h[a] - q[a]) / d[a];
+        let tm = self.h[a] / d[a];
+        let frac = |k: usize| -> (f64, f64) {
+            let f0 = (q[k] + t0 * d[k] - self.min[k]) / self.h[k] - 0.5;
+            (f0, tm * d[k] / self.h[k])
+        };
+        let (fb0, sb) = frac(b);
+        let (fc0, sc) = if c < dims { frac(c) } else { (0.0, 0.0) };
+        let n_a = self.shape[a];
+        let (mut lo, mut hi) = (0.0f64, n_a as f64);
+        plane_range(fb0, sb, self.shape[b], n_a, &mut lo, &mut hi);
+        if c < dims {
+            plane_range(fc0, sc, self.shape[c], n_a, &mut lo, &mut hi);
+        }
+        if !(lo < hi) {
+            return None;
+        }
+        Some(Ray {
+            a,
+            fb0: T::of(fb0),
+            sb: T::of(sb),
+            fc0: T::of(fc0),
+            sc: T::of(sc),
+            w: T::of(w),
+            m0: lo as usize,
+            m1: hi as usize,
+        })
+    }
+}

@@ -1,0 +1,154 @@
+//! The per-view vector form of a geometry, which every projector consumes.
+
+use crate::{Error, Result};
+
+/// How the rays of a view are formed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Beam {
+    /// All rays of a view are parallel to [`View::src`] (a direction).
+    Parallel,
+    /// All rays of a view start at the point [`View::src`] (fan beam in 2D, cone beam in 3D).
+    Point,
+}
+
+/// One view: the ray source (or ray direction) and the detector's placement.
+///
+/// Detector pixel `(i, j)` has its centre at
+/// `det_center + (i − (nu − 1)/2) · det_u + (j − (nv − 1)/2) · det_v`, so `det_u` and `det_v`
+/// are the pixel-spacing vectors (like ASTRA's `*_vec` geometries). In 2D the third components
+/// and `det_v` are unused (keep them 0).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct View {
+    /// Source position (point beams) or ray direction (parallel beams).
+    pub src: [f64; 3],
+    /// Centre of the detector.
+    pub det_center: [f64; 3],
+    /// Vector from one detector pixel to the next along u.
+    pub det_u: [f64; 3],
+    /// Vector from one detector pixel to the next along v (3D only).
+    pub det_v: [f64; 3],
+}
+
+/// A general geometry given view by view: for real scanners, and the form every other geometry
+/// kind converts to.
+///
+/// ```
+/// use rodl::tomo::{Beam, VecGeometry, View};
+/// let view = View { src: [0.0, 1.0, 0.0], det_center: [0.0; 3], det_u: [0.1, 0.0, 0.0], det_v: [0.0; 3] };
+/// let g = VecGeometry::new(2, Beam::Parallel, &[16], vec![view; 3])?;
+/// assert_eq!(g.num_views(), 3);
+/// # Ok::<(), rodl::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct VecGeometry {
+    ndim: usize,
+    beam: Beam,
+    det_shape: [usize; 2],
+    views: Vec<View>,
+}
+
+fn norm(a: [f64; 3]) -> f64 {
+    (a[0] * a[0] + a[1] * a[1] + a[2] * a[2]).sqrt()
+}
+
+impl VecGeometry {
+    /// A vector geometry in `ndim` (2 or 3) dimensions with detector shape `[nu]` (2D) or
+    /// `[nu, nv]` (3D).
+    pub fn new(ndim: usize, beam: Beam, det_shape: &[usize], views: Vec<View>) -> Result<Self> {
+        if ndim != 2 && ndim != 3 {
+            return Err(Error::Geometry(format!("ndim must be 2 or 3, got {ndim}")));
+        }
+        if det_shape.len() != ndim - 1 || det_shape.contains(&0) {
+            return Err(Error::Geometry(format!(
+                "a {ndim}D geometry needs {} non-zero detector sizes, got {det_shape:?}",
+                ndim - 1
+            )));
+        }
+        if views.is_empty() {
+            return Err(Error::Geometry("a geometry needs at least one view".into()));
+        }
+        let used = |a: [f64; 3]| if ndim == 2 { [a[0], a[1], 0.0] } else { a };
+        for (k, v) in views.iter().enumerate() {
+            let all = [v.src, v.det_center, v.det_u, v.det_v];
+            if all.iter().flatten().any(|x| !x.is_finite()) {
+                return Err(Error::Geometry(format!("view {k} has a non-finite entry")));
+            }
+            if norm(used(v.det_u)) == 0.0 || (ndim == 3 && norm(v.det_v) == 0.0) {
+                return Err(Error::Geometry(format!(
+                    "view {k} has a zero detector axis"
+                )));
+            }
+            if beam == Beam::Parallel && norm(used(v.src)) == 0.0 {
+                return Err(Error::Geometry(format!(
+                    "view {k} has a zero ray direction"
+                )));
+            }
+        }
+        let det_shape = if ndim == 2 {
+            [det_shape[0], 1]
+        } else {
+            [det_shape[0], det_shape[1]]
+        };
+        Ok(Self {
+            ndim,
+            beam,
+            det_shape,
+            views,
+        })
+    }
+
+    /// Number of space dimensions (2 or 3).
+    pub fn ndim(&self) -> usize {
+        self.ndim
+    }
+    /// Parallel or point-source beams.
+    pub fn beam(&self) -> Beam {
+        self.beam
+    }
+    /// Detector pixels along u.
+    pub fn nu(&self) -> usize {
+        self.det_shape[0]
+    }
+    /// Detector pixels along v (1 in 2D).
+    pub fn nv(&self) -> usize {
+        self.det_shape[1]
+    }
+    /// Detector shape: `[nu]` in 2D, `[nu, nv]` in 3D.
+    pub fn det_shape(&self) -> Vec<usize> {
+        self.det_shape[..self.ndim - 1].to_vec()
+    }
+    /// The views.
+    pub fn views(&self) -> &[View] {
+        &self.views
+    }
+    /// Number of views.
+    pub fn num_views(&self) -> usize {
+        self.views.len()
+    }
+    /// The ray through the centre of detector pixel `(iu, iv)` of view `view` (no bounds check;
+    /// `iv = 0` in 2D): a point on it (the pixel centre) and its direction (not normalised;
+    /// towards the detector).
+    #[inline]
+    pub fn ray(&self, view: usize, iu: usize, iv: usize) -> ([f64; 3], [f64; 3]) {
+        let v = &self.views[view];
+        let cu = iu as f64 - 0.5 * (self.nu() as f64 - 1.0);
+        let cv = iv as f64 - 0.5 * (self.nv() as f64 - 1.0);
+        let mut q = [0.0; 3];
+        let mut d = [0.0; 3];
+        for k in 0..self.ndim {
+            q[k] = v.det_center[k] + cu * v.det_u[k] + cv * v.det_v[k];
+            d[k] = match self.beam {
+                Beam::Parallel => v.src[k],
+                Beam::Point => q[k] - v.src[k],
+            };
+        }
+        (q, d)
+    }
+
+    /// Shape of projection data: `[views, nu]` or `[views, nu, nv]`.
+    pub fn data_shape(&self) -> Vec<usize> {
+        let mut s = vec![self.views.len()];
+        s.extend(self.det_shape());
+        s
+    }
+}

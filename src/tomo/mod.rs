@@ -1,0 +1,15 @@
+//! Tomography: acquisition geometries (ODL conventions), the ray transform with an exact adjoint,
+//! and phantoms.
+
+mod backend;
+mod cpu;
+pub mod geometry;
+pub mod phantom;
+mod ray_transform;
+
+pub use backend::{Backend, CpuOptions, CudaOptions};
+pub use geometry::{
+    cone_beam_geometry, parallel_beam_geometry, Beam, Geometry, GeometryKind, GeometrySpec,
+    TomoSpec, VecGeometry, View, VolumeSpec,
+};
+pub use ray_transform::{RayBackProjection, RayTransform};
