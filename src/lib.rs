@@ -15,6 +15,10 @@
 //! # Ok::<(), rodl::Error>(())
 //! ```
 #![warn(missing_docs)]
+// `!(a < b)` is used on purpose: it is true for NaN, which must be rejected too.
+#![allow(clippy::neg_cmp_op_on_partial_ord)]
+// Index loops over several parallel arrays read better than zipped iterators here.
+#![allow(clippy::needless_range_loop)]
 
 mod backend;
 mod device;

@@ -196,6 +196,8 @@ impl<T: Scalar> LinearOperator<T> for RayTransform<T> {
     }
 }
 
+// The back-projection maps the data space (the transform's range) to the volume.
+#[allow(clippy::misnamed_getters)]
 impl<T: Scalar> Operator<T> for RayBackProjection<T> {
     fn domain(&self) -> &Space<T> {
         &self.inner.range

@@ -1,4 +1,7 @@
 //! CPU (rayon) projectors.
 
+#[cfg(target_arch = "x86_64")]
+mod avx2;
 pub(crate) mod joseph;
+mod kernels;
 pub(crate) mod ray;
