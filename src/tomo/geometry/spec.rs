@@ -213,7 +213,25 @@ impl GeometrySpec {
             }
         };
         if kind == GeometryKind::Vec {
+            let unused = [
+                ("angles", self.angles.is_some()),
+                ("src_radius", self.src_radius.is_some()),
+                ("det_radius", self.det_radius.is_some()),
+                ("pitch", self.pitch.is_some()),
+                ("axis", self.axis.is_some()),
+                ("det_offset", self.det_offset.is_some()),
+            ];
+            if let Some((key, _)) = unused.iter().find(|(_, given)| *given) {
+                return Err(Error::Config(format!(
+                    "`{key}` is not valid for vec geometries (each view gives its vectors)"
+                )));
+            }
             return self.build_vec(ndim);
+        }
+        if self.beam.is_some() || self.views.is_some() {
+            return Err(Error::Config(
+                "`beam` and `views` are only valid for vec geometries".into(),
+            ));
         }
         let a = need(&self.angles, "angles", kind)?;
         let angles = UniformPartition::new(&[a.min], &[a.max], &[a.count])
