@@ -337,13 +337,17 @@ fn bad_json_fails_cleanly() {
     project_fails(&dir, &g, &data("par2d_64_image.npy"), &[], "notjson.json");
 }
 
-/// The par2d_64 geometry file with a text substitution.
+/// The geometry of tests/data/odl/par2d_64.json with a text substitution.
 fn edited_par2d(from: &str, to: &str) -> String {
-    let text = std::fs::read_to_string(data("par2d_64.json")).unwrap();
-    let spec = TomoSpec::from_json(&text).unwrap();
-    let compact = serde_json::to_string(&spec).unwrap();
-    assert!(compact.contains(from), "{compact} lacks {from}");
-    compact.replacen(from, to, 1)
+    let text = concat!(
+        r#"{"volume":{"min_pt":[-10,-10],"max_pt":[10,10],"shape":[64,64]},"#,
+        r#""geometry":{"kind":"parallel2d","angles":{"min":0,"max":3.141592653589793,"count":90},"#,
+        r#""detector":{"min":[-15],"max":[15],"shape":[95]}}}"#
+    );
+    let file = TomoSpec::from_file(data("par2d_64.json")).unwrap();
+    assert_eq!(TomoSpec::from_json(text).unwrap(), file);
+    assert!(text.contains(from), "{text} lacks {from}");
+    text.replacen(from, to, 1)
 }
 
 #[test]
