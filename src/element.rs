@@ -202,6 +202,49 @@ impl<T: Scalar> Element<T> {
         })
     }
 
+    /// The GPU tensor of a CUDA element (for backend dispatch inside the crate).
+    pub(crate) fn cuda_tensor(&self, what: &str) -> Result<&DeviceTensor<T>> {
+        match &self.kind {
+            ElementKind::Cuda(t) => Ok(t),
+            _ => Err(self.not_cuda(what)),
+        }
+    }
+
+    /// The GPU tensor of a CUDA element, mutable.
+    pub(crate) fn cuda_tensor_mut(&mut self, what: &str) -> Result<&mut DeviceTensor<T>> {
+        if !matches!(self.kind, ElementKind::Cuda(_)) {
+            return Err(self.not_cuda(what));
+        }
+        match &mut self.kind {
+            ElementKind::Cuda(t) => Ok(t),
+            _ => Err(Error::invalid(format!("{what}: not a GPU tensor"))),
+        }
+    }
+
+    /// The GPU tensors of a product element whose parts all live on a GPU.
+    pub(crate) fn cuda_parts(&self, what: &str) -> Result<Vec<&DeviceTensor<T>>> {
+        self.parts()?.iter().map(|p| p.cuda_tensor(what)).collect()
+    }
+
+    /// The GPU tensors of a product element whose parts all live on a GPU, mutable.
+    pub(crate) fn cuda_parts_mut(&mut self, what: &str) -> Result<Vec<&mut DeviceTensor<T>>> {
+        self.parts_mut()?
+            .iter_mut()
+            .map(|p| p.cuda_tensor_mut(what))
+            .collect()
+    }
+
+    fn not_cuda(&self, what: &str) -> Error {
+        Error::DeviceMismatch {
+            context: what.into(),
+            expected: "a CUDA device".into(),
+            got: match &self.kind {
+                ElementKind::Product(_) => "a product-space element".into(),
+                _ => self.device().to_string(),
+            },
+        }
+    }
+
     fn not_host(&self, what: &str) -> Error {
         match &self.kind {
             ElementKind::Product(_) => Error::invalid(format!(

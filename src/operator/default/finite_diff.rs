@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use ndarray::{ArrayViewD, ArrayViewMutD, Axis, Slice, Zip};
 
+use crate::backend::cuda::DeviceTensor;
 use crate::operator::{LinOp, LinearOperator, LinearOperatorExt, NormCache, Operator};
 use crate::{Element, Error, Result, Scalar, Space};
 
@@ -97,6 +98,11 @@ impl<T: Scalar> Operator<T> for Gradient<T> {
     }
     fn evaluate(&self, x: &Element<T>, out: &mut Element<T>) -> Result<()> {
         let h = steps(&self.domain)?;
+        if x.device().is_cuda() {
+            let w: Vec<f64> = h.iter().map(|h| 1.0 / h).collect();
+            let mut outs = out.cuda_parts_mut("Gradient: output")?;
+            return DeviceTensor::gradient(x.cuda_tensor("Gradient: input")?, &mut outs, &w);
+        }
         let xa = x.as_array()?;
         for (k, o) in out.parts_mut()?.iter_mut().enumerate() {
             forward_diff(xa.view(), k, T::of(1.0 / h[k]), o.as_array_mut()?);
@@ -148,6 +154,15 @@ impl<T: Scalar> Operator<T> for Divergence<T> {
     }
     fn evaluate(&self, x: &Element<T>, out: &mut Element<T>) -> Result<()> {
         let h = steps(&self.range)?;
+        if out.device().is_cuda() {
+            let w: Vec<f64> = h.iter().map(|h| 1.0 / h).collect();
+            let parts = x.cuda_parts("Divergence: input")?;
+            return DeviceTensor::divergence(
+                &parts,
+                out.cuda_tensor_mut("Divergence: output")?,
+                &w,
+            );
+        }
         let mut o = out.as_array_mut()?;
         o.fill(T::zero());
         for (k, g) in x.parts()?.iter().enumerate() {
@@ -198,9 +213,18 @@ impl<T: Scalar> Operator<T> for Laplacian<T> {
     }
     fn evaluate(&self, x: &Element<T>, out: &mut Element<T>) -> Result<()> {
         let h = steps(&self.space)?;
+        let centre: f64 = h.iter().map(|h| -2.0 / (h * h)).sum();
+        if x.device().is_cuda() {
+            let w: Vec<f64> = h.iter().map(|h| 1.0 / (h * h)).collect();
+            return DeviceTensor::laplacian(
+                x.cuda_tensor("Laplacian: input")?,
+                out.cuda_tensor_mut("Laplacian: output")?,
+                &w,
+                centre,
+            );
+        }
         let xa = x.as_array()?;
         let mut o = out.as_array_mut()?;
-        let centre: f64 = h.iter().map(|h| -2.0 / (h * h)).sum();
         let c = T::of(centre);
         Zip::from(&mut o).and(&xa).par_for_each(|o, &x| *o = c * x);
         for (k, hk) in h.iter().enumerate() {

@@ -1,5 +1,6 @@
 //! The pointwise norm of a vector field.
 
+use crate::backend::cuda::DeviceTensor;
 use crate::operator::Operator;
 use crate::{Element, Error, Result, Scalar, Space};
 
@@ -24,7 +25,7 @@ pub struct PointwiseNorm<T: Scalar> {
 impl<T: Scalar> PointwiseNorm<T> {
     /// The pointwise `exponent`-norm on the power space `domain = X^d`.
     pub fn new(domain: Space<T>, exponent: f64) -> Result<Self> {
-        if !(exponent >= 1.0) {
+        if exponent.is_nan() || exponent < 1.0 {
             return Err(Error::invalid(format!(
                 "pointwise norm exponent must be in [1, ∞], got {exponent}"
             )));
@@ -52,6 +53,11 @@ impl<T: Scalar> Operator<T> for PointwiseNorm<T> {
         &self.range
     }
     fn evaluate(&self, x: &Element<T>, out: &mut Element<T>) -> Result<()> {
+        if out.device().is_cuda() {
+            let parts = x.cuda_parts("PointwiseNorm: input")?;
+            let o = out.cuda_tensor_mut("PointwiseNorm: output")?;
+            return DeviceTensor::pointwise_norm(&parts, o, self.exponent);
+        }
         let parts = x
             .parts()?
             .iter()

@@ -1,0 +1,695 @@
+//! Per-device CUDA state: the driver context, the stream all rodl work on that device runs on, the
+//! NVRTC-compiled kernel modules, the memory pool and a pinned staging area for large transfers.
+//!
+//! Everything here is created once per device and process ([`device_ctx`]) and then shared.
+
+use std::any::TypeId;
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+
+use cudarc::driver::{
+    sys, CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr,
+    DriverError, LaunchConfig,
+};
+use cudarc::nvrtc::{CompileError, CompileOptions};
+
+use crate::{Error, Result, Scalar};
+
+/// Threads per block of the 1D kernels launched through [`DeviceCtx::launch_cfg`].
+pub(crate) const BLOCK: u32 = 256;
+
+/// A CUDA C++ source compiled at run time with NVRTC, once per device.
+///
+/// `name` keys the module registry: one name, one source. Other crate modules declare theirs as
+/// constants next to the code that launches them:
+///
+/// ```ignore
+/// const RAY: KernelSource = KernelSource {
+///     name: "ray_parallel",
+///     code: include_str!("../../kernels/ray_parallel.cu"),
+///     options: &[],
+/// };
+/// let f = device_ctx(id)?.function(&RAY, "forward_f32")?;
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct KernelSource {
+    /// Registry key and NVRTC program name (`<name>.cu` in compiler messages).
+    pub name: &'static str,
+    /// The CUDA C++ source.
+    pub code: &'static str,
+    /// Extra NVRTC options (the target architecture is added automatically).
+    pub options: &'static [&'static str],
+}
+
+/// The elementwise vector operations and reductions.
+pub(crate) const VECTOR_OPS: KernelSource = KernelSource {
+    name: "vector_ops",
+    code: include_str!("../../../kernels/vector_ops.cu"),
+    options: &["--fmad=false"],
+};
+
+/// Scalar types a device tensor can hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Dtype {
+    F32,
+    F64,
+}
+
+impl Dtype {
+    /// The dtype of `T`, or an error for scalar types other than `f32` and `f64`.
+    pub(crate) fn of<T: Scalar>() -> Result<Self> {
+        if TypeId::of::<T>() == TypeId::of::<f32>() {
+            Ok(Dtype::F32)
+        } else if TypeId::of::<T>() == TypeId::of::<f64>() {
+            Ok(Dtype::F64)
+        } else {
+            Err(Error::Unsupported(format!(
+                "CUDA tensors hold f32 or f64, not {}",
+                T::NAME
+            )))
+        }
+    }
+
+    /// Picks the kernel name for this dtype.
+    pub(crate) fn pick(self, f32_name: &'static str, f64_name: &'static str) -> &'static str {
+        match self {
+            Dtype::F32 => f32_name,
+            Dtype::F64 => f64_name,
+        }
+    }
+}
+
+/// Reinterprets a slice of `A` as a slice of `B` when they are the same type.
+pub(crate) fn same_type_slice<A: 'static, B: 'static>(s: CudaSlice<A>) -> Option<CudaSlice<B>> {
+    if TypeId::of::<A>() != TypeId::of::<B>() {
+        return None;
+    }
+    let s = std::mem::ManuallyDrop::new(s);
+    // SAFETY: `A` and `B` are the same type, so `CudaSlice<A>` and `CudaSlice<B>` are too; the
+    // original is not dropped.
+    Some(unsafe { std::ptr::read(&*s as *const CudaSlice<A> as *const CudaSlice<B>) })
+}
+
+/// Maps a driver error to [`Error::Cuda`], saying what was being done.
+pub(crate) fn driver_err(what: &str) -> impl FnOnce(DriverError) -> Error + '_ {
+    move |e| Error::Cuda(format!("{what}: {}", describe(&e)))
+}
+
+fn describe(e: &DriverError) -> String {
+    let name = e
+        .error_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| format!("{:?}", e.0));
+    let text = e
+        .error_string()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if text.is_empty() {
+        name
+    } else {
+        format!("{name} ({text})")
+    }
+}
+
+fn panic_text(p: Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic".to_string()
+    }
+}
+
+/// Runs a call into cudarc that might panic (a missing library or symbol) and turns a panic into
+/// [`Error::CudaUnavailable`].
+fn guarded<R>(what: &str, f: impl FnOnce() -> R) -> Result<R> {
+    catch_unwind(AssertUnwindSafe(f)).map_err(|p| {
+        Error::CudaUnavailable(format!(
+            "{what}: the CUDA library failed: {}",
+            panic_text(p)
+        ))
+    })
+}
+
+fn lock<X>(m: &Mutex<X>) -> MutexGuard<'_, X> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn driver_present() -> bool {
+    static PRESENT: OnceLock<bool> = OnceLock::new();
+    // SAFETY: only tries to open the shared library.
+    *PRESENT.get_or_init(|| catch_unwind(|| unsafe { sys::is_culib_present() }).unwrap_or(false))
+}
+
+fn nvrtc_present() -> bool {
+    static PRESENT: OnceLock<bool> = OnceLock::new();
+    // SAFETY: only tries to open the shared library.
+    *PRESENT.get_or_init(|| {
+        catch_unwind(|| unsafe { cudarc::nvrtc::sys::is_culib_present() }).unwrap_or(false)
+    })
+}
+
+/// The number of CUDA devices, or why there are none.
+pub(crate) fn device_count() -> Result<usize> {
+    if !driver_present() {
+        return Err(Error::CudaUnavailable(
+            "the CUDA driver library (libcuda.so / nvcuda.dll) was not found: no NVIDIA driver \
+             is installed, or it is not on the library search path"
+                .into(),
+        ));
+    }
+    let n = guarded("CUDA driver initialisation", CudaContext::device_count)?.map_err(|e| {
+        Error::CudaUnavailable(format!(
+            "the CUDA driver did not initialise: {} (no usable GPU?)",
+            describe(&e)
+        ))
+    })?;
+    Ok(n.max(0) as usize)
+}
+
+/// The NVRTC target architectures (`XY` for compute_XY), or why NVRTC cannot be used.
+fn nvrtc_archs() -> Result<Vec<i32>> {
+    if !nvrtc_present() {
+        return Err(Error::CudaUnavailable(
+            "the NVRTC library (libnvrtc.so, CUDA 13) was not found: rodl compiles its GPU \
+             kernels at run time and needs the CUDA toolkit's NVRTC on the library search path \
+             (e.g. LD_LIBRARY_PATH=/usr/local/cuda/lib64)"
+                .into(),
+        ));
+    }
+    guarded("NVRTC", || {
+        let mut n = 0i32;
+        // SAFETY: plain queries into caller-owned memory of the announced size.
+        unsafe {
+            cudarc::nvrtc::sys::nvrtcGetNumSupportedArchs(&mut n).result()?;
+            let mut v = vec![0i32; n.max(0) as usize];
+            if n > 0 {
+                cudarc::nvrtc::sys::nvrtcGetSupportedArchs(v.as_mut_ptr()).result()?;
+            }
+            Ok::<_, cudarc::nvrtc::result::NvrtcError>(v)
+        }
+    })?
+    .map_err(|e| Error::CudaUnavailable(format!("NVRTC does not answer: {e:?}")))
+}
+
+/// Pinned host memory (page-locked, cached) owned by rodl.
+struct PinnedBuf {
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the buffer is plain memory, only touched while its owner's mutex is held.
+unsafe impl Send for PinnedBuf {}
+unsafe impl Sync for PinnedBuf {}
+
+impl Drop for PinnedBuf {
+    fn drop(&mut self) {
+        // SAFETY: allocated with cuMemHostAlloc; every copy using it was synchronised.
+        let _ = unsafe { cudarc::driver::result::free_host(self.ptr as *mut c_void) };
+    }
+}
+
+/// Two pinned buffers and their events for double-buffered host transfers.
+pub(crate) struct Staging {
+    bufs: [PinnedBuf; 2],
+    events: [CudaEvent; 2],
+}
+
+/// Bytes per staging buffer.
+pub(crate) const STAGING_CHUNK: usize = 8 << 20;
+/// Transfers of at least this many bytes go through the pinned staging buffers.
+/// (Measured on an H200 host: from 1 MiB on, staged copies are faster both ways; at 1 GiB staged
+/// 23.5 / 8.5 GB/s up / down against 8.3 / 1.5 GB/s for direct copies from pageable memory.)
+pub(crate) const STAGING_MIN_BYTES: usize = 1 << 20;
+
+/// Everything rodl keeps per CUDA device: context, stream, compiled kernels, memory pool.
+///
+/// All rodl work on a device is ordered on [`DeviceCtx::stream`]; other crate modules that launch
+/// their own kernels use the same stream (so no extra synchronisation is needed) and get their
+/// compiled functions from [`DeviceCtx::function`].
+pub(crate) struct DeviceCtx {
+    id: usize,
+    name: String,
+    cc: (i32, i32),
+    sm_count: u32,
+    arch: String,
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    /// The device's default memory pool (stream-ordered allocations), if supported.
+    pool: Option<usize>,
+    modules: Mutex<HashMap<&'static str, (&'static str, Arc<CudaModule>)>>,
+    functions: Mutex<HashMap<&'static str, HashMap<String, CudaFunction>>>,
+    staging: Mutex<Option<Staging>>,
+    /// Per-block partial sums and the result of a reduction.
+    reduce_scratch: Mutex<Option<(CudaSlice<f64>, CudaSlice<f64>)>>,
+}
+
+/// The shared context of CUDA device `id`, created (driver context, stream, NVRTC compilation of
+/// the vector kernels) on first use.
+///
+/// Errors with [`Error::CudaUnavailable`] when there is no driver, no NVRTC, no such device, or the
+/// device cannot be initialised; never panics.
+pub(crate) fn device_ctx(id: usize) -> Result<Arc<DeviceCtx>> {
+    device_ctx_inner(id).map_err(|e| match e {
+        Error::CudaUnavailable(m) => Error::CudaUnavailable(format!("cannot use cuda:{id}: {m}")),
+        e => e,
+    })
+}
+
+fn device_ctx_inner(id: usize) -> Result<Arc<DeviceCtx>> {
+    static CTXS: OnceLock<Mutex<HashMap<usize, Arc<DeviceCtx>>>> = OnceLock::new();
+    let map = CTXS.get_or_init(|| Mutex::new(HashMap::new()));
+    if let Some(c) = lock(map).get(&id) {
+        return Ok(Arc::clone(c));
+    }
+    let count = device_count()?;
+    if id >= count {
+        return Err(Error::CudaUnavailable(format!(
+            "no such device, {count} CUDA device(s) found"
+        )));
+    }
+    // Holding the lock while creating means one compilation per device, even under contention.
+    let mut guard = lock(map);
+    if let Some(c) = guard.get(&id) {
+        return Ok(Arc::clone(c));
+    }
+    let c = Arc::new(DeviceCtx::create(id)?);
+    // Compile the vector kernels now, so that a usable device is known to be usable.
+    c.module(&VECTOR_OPS)?;
+    guard.insert(id, Arc::clone(&c));
+    Ok(c)
+}
+
+impl DeviceCtx {
+    fn create(id: usize) -> Result<Self> {
+        let archs = nvrtc_archs()?;
+        let unavailable = |e: DriverError| Error::CudaUnavailable(describe(&e));
+        let ctx =
+            guarded("CUDA context creation", || CudaContext::new(id))?.map_err(unavailable)?;
+        let (cc, sm_count, name, pools) = guarded("CUDA device query", || {
+            Ok::<_, DriverError>((
+                ctx.compute_capability()?,
+                ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
+                ctx.name()?,
+                ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)?,
+            ))
+        })?
+        .map_err(unavailable)?;
+        // The newest virtual architecture NVRTC knows that the device can run.
+        let want = cc.0 * 10 + cc.1;
+        let arch = archs
+            .iter()
+            .copied()
+            .filter(|&a| a <= want)
+            .max()
+            .ok_or_else(|| {
+                Error::CudaUnavailable(format!(
+                    "NVRTC cannot compile for this device ({name}, compute capability \
+                     {}.{}): it supports {archs:?}",
+                    cc.0, cc.1
+                ))
+            })?;
+        // All rodl work on the device goes to the context's default stream: one stream, so
+        // operations are ordered without events.
+        let stream = ctx.default_stream();
+        let pool = if pools > 0 {
+            Self::configure_pool(&ctx)
+        } else {
+            None
+        };
+        Ok(DeviceCtx {
+            id,
+            name,
+            cc,
+            sm_count: sm_count.max(1) as u32,
+            arch: format!("--gpu-architecture=compute_{arch}"),
+            ctx,
+            stream,
+            pool,
+            modules: Mutex::new(HashMap::new()),
+            functions: Mutex::new(HashMap::new()),
+            staging: Mutex::new(None),
+            reduce_scratch: Mutex::new(None),
+        })
+    }
+
+    /// Keeps freed memory in the device's default pool (no release at every synchronisation);
+    /// [`DeviceCtx::alloc`] trims the pool when an allocation runs out of memory.
+    fn configure_pool(ctx: &Arc<CudaContext>) -> Option<usize> {
+        let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+        let mut threshold: u64 = u64::MAX;
+        // SAFETY: plain driver calls with valid out-pointers.
+        unsafe {
+            ctx.bind_to_thread().ok()?;
+            sys::cuDeviceGetDefaultMemPool(&mut pool, ctx.cu_device())
+                .result()
+                .ok()?;
+            sys::cuMemPoolSetAttribute(
+                pool,
+                sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                &mut threshold as *mut u64 as *mut c_void,
+            )
+            .result()
+            .ok()?;
+        }
+        Some(pool as usize)
+    }
+
+    /// The device ordinal.
+    pub(crate) fn id(&self) -> usize {
+        self.id
+    }
+
+    /// The device's name as the driver reports it.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The compute capability `(major, minor)`.
+    pub(crate) fn compute_capability(&self) -> (i32, i32) {
+        self.cc
+    }
+
+    /// Number of streaming multiprocessors.
+    pub(crate) fn sm_count(&self) -> u32 {
+        self.sm_count
+    }
+
+    /// The cudarc context.
+    pub(crate) fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
+    /// The stream all rodl work on this device is ordered on.
+    pub(crate) fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    /// Makes the device's context current on the calling thread (needed before raw driver
+    /// calls; cudarc's safe calls do it themselves).
+    pub(crate) fn bind(&self) -> Result<()> {
+        self.ctx
+            .bind_to_thread()
+            .map_err(driver_err("making the CUDA context current"))
+    }
+
+    /// Waits until all work queued on the device's stream has finished.
+    pub(crate) fn synchronize(&self) -> Result<()> {
+        self.stream
+            .synchronize()
+            .map_err(driver_err("synchronising the stream"))
+    }
+
+    /// A 1D launch configuration for grid-stride kernels over `n` elements: [`BLOCK`] threads
+    /// per block, at most 32 blocks per multiprocessor.
+    pub(crate) fn launch_cfg(&self, n: usize) -> LaunchConfig {
+        let max_blocks = (self.sm_count as usize) * 32;
+        let blocks = n.div_ceil(BLOCK as usize).clamp(1, max_blocks) as u32;
+        LaunchConfig {
+            grid_dim: (blocks, 1, 1),
+            block_dim: (BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        }
+    }
+
+    /// The compiled module of `src` on this device (compiled with NVRTC on first use).
+    pub(crate) fn module(&self, src: &KernelSource) -> Result<Arc<CudaModule>> {
+        let mut modules = lock(&self.modules);
+        if let Some((code, m)) = modules.get(src.name) {
+            if *code != src.code {
+                return Err(Error::Cuda(format!(
+                    "two different kernel sources are registered as {:?}",
+                    src.name
+                )));
+            }
+            return Ok(Arc::clone(m));
+        }
+        let mut options = vec![self.arch.clone()];
+        options.extend(src.options.iter().map(|s| s.to_string()));
+        let opts = CompileOptions {
+            options,
+            name: Some(format!("{}.cu", src.name)),
+            ..Default::default()
+        };
+        let ptx = guarded("NVRTC", || {
+            cudarc::nvrtc::compile_ptx_with_opts(src.code, opts)
+        })?
+        .map_err(|e| match e {
+            CompileError::CompileError { log, options, .. } => Error::Cuda(format!(
+                "NVRTC could not compile kernels/{}.cu with {options:?}:\n{}",
+                src.name,
+                log.to_string_lossy()
+            )),
+            e => Error::Cuda(format!("NVRTC failed on kernels/{}.cu: {e}", src.name)),
+        })?;
+        let m = self
+            .ctx
+            .load_module(ptx)
+            .map_err(driver_err(&format!("loading the module {}", src.name)))?;
+        modules.insert(src.name, (src.code, Arc::clone(&m)));
+        Ok(m)
+    }
+
+    /// The kernel `name` of the source `src` on this device (compiled and cached on first use).
+    pub(crate) fn function(&self, src: &KernelSource, name: &str) -> Result<CudaFunction> {
+        if let Some(f) = lock(&self.functions)
+            .get(src.name)
+            .and_then(|m| m.get(name))
+        {
+            return Ok(f.clone());
+        }
+        let m = self.module(src)?;
+        let f = m
+            .load_function(name)
+            .map_err(driver_err(&format!("kernel {name} in {}", src.name)))?;
+        lock(&self.functions)
+            .entry(src.name)
+            .or_default()
+            .insert(name.to_string(), f.clone());
+        Ok(f)
+    }
+
+    /// Runs an allocation; on out-of-memory, returns the pool's cached memory to the device
+    /// and tries once more.
+    fn retry_oom<R>(
+        &self,
+        what: &str,
+        f: impl Fn() -> std::result::Result<R, DriverError>,
+    ) -> Result<R> {
+        match f() {
+            Err(e) if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY => {
+                if let Some(pool) = self.pool {
+                    let _ = self.stream.synchronize();
+                    // SAFETY: the pool handle came from cuDeviceGetDefaultMemPool.
+                    let _ = unsafe { sys::cuMemPoolTrimTo(pool as sys::CUmemoryPool, 0) };
+                }
+                f().map_err(driver_err(what))
+            }
+            r => r.map_err(driver_err(what)),
+        }
+    }
+
+    /// Uninitialised device memory for `n` values of a plain type (kernel scratch, tables, …).
+    pub(crate) fn alloc_raw<U: DeviceRepr>(&self, n: usize) -> Result<CudaSlice<U>> {
+        let bytes = n.max(1).saturating_mul(std::mem::size_of::<U>());
+        self.retry_oom(
+            &format!("allocating {bytes} bytes on cuda:{}", self.id),
+            || {
+                // SAFETY: the memory is uninitialised; callers write before they read.
+                unsafe { self.stream.alloc::<U>(n.max(1)) }
+            },
+        )
+    }
+
+    /// Uninitialised device memory for `n` scalars (`f32` or `f64`).
+    pub(crate) fn alloc<T: Scalar>(&self, n: usize) -> Result<CudaSlice<T>> {
+        let cast = || Error::Cuda("scalar type changed under a cast".into());
+        match Dtype::of::<T>()? {
+            Dtype::F32 => same_type_slice(self.alloc_raw::<f32>(n)?).ok_or_else(cast),
+            Dtype::F64 => same_type_slice(self.alloc_raw::<f64>(n)?).ok_or_else(cast),
+        }
+    }
+
+    /// Runs `f` with the device's reduction scratch: room for the partial sums of the largest
+    /// grid [`launch_cfg`](Self::launch_cfg) makes, and one result (allocated on first use).
+    pub(crate) fn with_reduce_scratch<R>(
+        &self,
+        f: impl FnOnce(&mut CudaSlice<f64>, &mut CudaSlice<f64>) -> Result<R>,
+    ) -> Result<R> {
+        let mut g = lock(&self.reduce_scratch);
+        if g.is_none() {
+            let partial = self.alloc_raw::<f64>(self.sm_count as usize * 32)?;
+            let total = self.alloc_raw::<f64>(1)?;
+            *g = Some((partial, total));
+        }
+        match g.as_mut() {
+            Some((partial, total)) => f(partial, total),
+            None => Err(Error::Cuda("reduction scratch missing".into())),
+        }
+    }
+
+    /// The pinned staging buffers (allocated on first use).
+    pub(crate) fn staging(&self) -> Result<StagingGuard<'_>> {
+        let mut g = lock(&self.staging);
+        if g.is_none() {
+            let alloc = || -> std::result::Result<Staging, DriverError> {
+                self.ctx.bind_to_thread()?;
+                let buf = || -> std::result::Result<PinnedBuf, DriverError> {
+                    // SAFETY: cuMemHostAlloc of STAGING_CHUNK bytes, freed in PinnedBuf::drop.
+                    let ptr = unsafe { cudarc::driver::result::malloc_host(STAGING_CHUNK, 0)? };
+                    Ok(PinnedBuf {
+                        ptr: ptr as *mut u8,
+                        len: STAGING_CHUNK,
+                    })
+                };
+                let bufs = [buf()?, buf()?];
+                let events = [self.ctx.new_event(None)?, self.ctx.new_event(None)?];
+                Ok(Staging { bufs, events })
+            };
+            *g = Some(alloc().map_err(driver_err("allocating pinned staging memory"))?);
+        }
+        Ok(StagingGuard {
+            guard: g,
+            ctx: self,
+        })
+    }
+}
+
+/// Exclusive use of a device's staging buffers.
+pub(crate) struct StagingGuard<'a> {
+    guard: MutexGuard<'a, Option<Staging>>,
+    ctx: &'a DeviceCtx,
+}
+
+/// A `*mut u8` that may cross threads (disjoint ranges are written by different rayon tasks).
+#[derive(Clone, Copy)]
+struct SendPtr(*mut u8);
+// SAFETY: used only for disjoint, synchronised copies below.
+unsafe impl Send for SendPtr {}
+unsafe impl Sync for SendPtr {}
+
+/// Copies `len` bytes from `src` to `dst` with several threads.
+///
+/// # Safety
+/// `src` and `dst` must be valid for `len` bytes and must not overlap.
+unsafe fn par_copy(src: *const u8, dst: *mut u8, len: usize) {
+    use rayon::prelude::*;
+    const PIECE: usize = 1 << 20;
+    let (s, d) = (SendPtr(src as *mut u8), SendPtr(dst));
+    (0..len.div_ceil(PIECE)).into_par_iter().for_each(move |k| {
+        let (s, d) = (s, d);
+        let off = k * PIECE;
+        let n = PIECE.min(len - off);
+        // SAFETY: disjoint ranges inside the caller's valid buffers.
+        unsafe { std::ptr::copy_nonoverlapping(s.0.add(off), d.0.add(off), n) };
+    });
+}
+
+impl StagingGuard<'_> {
+    fn parts(&mut self) -> &mut Staging {
+        // The guard is only made after the staging was allocated.
+        self.guard.get_or_insert_with(|| unreachable!())
+    }
+
+    /// Copies `len` bytes from host memory `src` to device address `dst` through the pinned
+    /// buffers (double-buffered: the copy of one chunk into pinned memory overlaps the DMA of
+    /// the previous one). Returns when the data is on the device.
+    ///
+    /// # Safety
+    /// `src` must be valid for `len` bytes; `dst` must be a device allocation of at least `len`
+    /// bytes in this context, not used by other work meanwhile.
+    pub(crate) unsafe fn htod(
+        &mut self,
+        src: *const u8,
+        dst: sys::CUdeviceptr,
+        len: usize,
+    ) -> Result<()> {
+        let ctx = self.ctx;
+        let stream = Arc::clone(&ctx.stream);
+        ctx.ctx
+            .bind_to_thread()
+            .map_err(driver_err("binding the context"))?;
+        let st = self.parts();
+        let mut off = 0usize;
+        let mut k = 0usize;
+        while off < len {
+            let b = k % 2;
+            let n = STAGING_CHUNK.min(len - off);
+            st.events[b]
+                .synchronize()
+                .map_err(driver_err("waiting for a staging buffer"))?;
+            par_copy(src.add(off), st.bufs[b].ptr, n);
+            sys::cuMemcpyHtoDAsync_v2(
+                dst + off as u64,
+                st.bufs[b].ptr as *const c_void,
+                n,
+                stream.cu_stream(),
+            )
+            .result()
+            .map_err(driver_err("host-to-device copy"))?;
+            st.events[b]
+                .record(&stream)
+                .map_err(driver_err("recording a staging event"))?;
+            off += n;
+            k += 1;
+        }
+        ctx.synchronize()
+    }
+
+    /// Copies `len` bytes from device address `src` to host memory `dst` through the pinned
+    /// buffers (double-buffered). Returns when the data is in `dst`.
+    ///
+    /// # Safety
+    /// `dst` must be valid for writes of `len` bytes; `src` must be a device allocation of at
+    /// least `len` bytes in this context whose pending writes are ordered on the device stream.
+    pub(crate) unsafe fn dtoh(
+        &mut self,
+        src: sys::CUdeviceptr,
+        dst: *mut u8,
+        len: usize,
+    ) -> Result<()> {
+        let ctx = self.ctx;
+        let stream = Arc::clone(&ctx.stream);
+        ctx.ctx
+            .bind_to_thread()
+            .map_err(driver_err("binding the context"))?;
+        let st = self.parts();
+        let chunks = len.div_ceil(STAGING_CHUNK);
+        let issue = |st: &mut Staging, k: usize| -> Result<()> {
+            let b = k % 2;
+            let off = k * STAGING_CHUNK;
+            let n = STAGING_CHUNK.min(len - off);
+            sys::cuMemcpyDtoHAsync_v2(
+                st.bufs[b].ptr as *mut c_void,
+                src + off as u64,
+                n,
+                stream.cu_stream(),
+            )
+            .result()
+            .map_err(driver_err("device-to-host copy"))?;
+            st.events[b]
+                .record(&stream)
+                .map_err(driver_err("recording a staging event"))
+        };
+        if chunks > 0 {
+            issue(st, 0)?;
+        }
+        for k in 0..chunks {
+            if k + 1 < chunks {
+                issue(st, k + 1)?;
+            }
+            let b = k % 2;
+            st.events[b]
+                .synchronize()
+                .map_err(driver_err("device-to-host copy"))?;
+            let off = k * STAGING_CHUNK;
+            let n = STAGING_CHUNK.min(len - off);
+            debug_assert!(n <= st.bufs[b].len);
+            par_copy(st.bufs[b].ptr, dst.add(off), n);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,57 @@
+//! The CUDA backend (crate feature `cuda`): device tensors, their vector-space operations, and the
+//! GPU kernels of the default operators, on top of cudarc's driver API with kernels compiled at
+//! run time by NVRTC (`kernels/*.cu`).
+//!
+//! # Using it from other crate modules
+//!
+//! * [`device_ctx`]`(id)` gives the shared [`DeviceCtx`] of a device: its cudarc context
+//!   ([`DeviceCtx::context`]), the one stream all rodl work on that device is ordered on
+//!   ([`DeviceCtx::stream`]), allocation ([`DeviceCtx::alloc`], [`DeviceCtx::alloc_raw`]: no
+//!   panics, out-of-memory is an [`Error::Cuda`](crate::Error::Cuda)), launch configurations
+//!   ([`DeviceCtx::launch_cfg`]) and compiled kernels ([`DeviceCtx::function`]).
+//! * A kernel source is a [`KernelSource`] constant (`include_str!` of a `kernels/*.cu` file, a
+//!   unique registry name, NVRTC options); it is compiled once per device for the device's
+//!   architecture (`--gpu-architecture=compute_XY`).
+//! * A [`DeviceTensor`]'s data is [`DeviceTensor::slice`] / [`DeviceTensor::slice_mut`] (a
+//!   `cudarc::driver::CudaSlice<T>`), ready to push as a kernel argument; results are wrapped with
+//!   [`DeviceTensor::from_slice`] or written into [`DeviceTensor::uninit`] tensors.
+//! * Errors: map `cudarc::driver::DriverError`s with [`driver_err`].
+//!
+//! ```ignore
+//! const RAY: KernelSource = KernelSource {
+//!     name: "ray_parallel",
+//!     code: include_str!("../../kernels/ray_parallel.cu"),
+//!     options: &[],
+//! };
+//! let ctx = x.ctx();
+//! let f = ctx.function(&RAY, "forward_f32")?;
+//! let mut l = ctx.stream().launch_builder(&f);
+//! l.arg(x.slice()).arg(out.slice_mut()).arg(&n);
+//! unsafe { l.launch(ctx.launch_cfg(n as usize)) }.map_err(driver_err("ray kernel"))?;
+//! ```
+//!
+//! # Transfers
+//!
+//! Host ↔ device copies happen only when asked for (`Element::to_device`, `Space::element`, …).
+//! From [`STAGING_MIN_BYTES`] on they go through two pinned buffers per device (double-buffered,
+//! the host-side copy done by several threads); copies between GPUs are peer copies.
+
+// Parts of the internal API exist for other modules (ray transform) that may not use them yet.
+#![allow(dead_code)]
+
+mod context;
+mod ops;
+mod tensor;
+
+#[allow(unused_imports)]
+pub(crate) use context::{
+    device_count, device_ctx, driver_err, DeviceCtx, Dtype, KernelSource, BLOCK, STAGING_MIN_BYTES,
+    VECTOR_OPS,
+};
+pub(crate) use tensor::DeviceTensor;
+
+/// Errors unless CUDA device `id` can be used: driver and NVRTC present, the ordinal exists,
+/// the context is created and the vector kernels compile. Never panics.
+pub(crate) fn check_available(id: usize) -> crate::Result<()> {
+    device_ctx(id).map(|_| ())
+}

@@ -1,0 +1,244 @@
+//! GPU kernels of the default operators: finite differences (Gradient, Divergence, Laplacian) and
+//! the pointwise norm. Each matches the host code in `src/operator/default/` bit for bit (same
+//! operation order, no fused multiply-add).
+
+use std::sync::Arc;
+
+use cudarc::driver::{DevicePtr, DevicePtrMut, DeviceRepr, PushKernelArg, SyncOnDrop};
+
+use super::context::{driver_err, KernelSource};
+use super::tensor::DeviceTensor;
+use crate::{Error, Result, Scalar};
+
+const FINITE_DIFF: KernelSource = KernelSource {
+    name: "finite_diff",
+    code: include_str!("../../../kernels/finite_diff.cu"),
+    options: &["--fmad=false"],
+};
+
+const POINTWISE_NORM: KernelSource = KernelSource {
+    name: "pointwise_norm",
+    code: include_str!("../../../kernels/pointwise_norm.cu"),
+    options: &["--fmad=false"],
+};
+
+/// Most axes the finite-difference kernels handle.
+const FD_MAXD: usize = 8;
+/// Most components the pointwise-norm kernel handles.
+const PN_MAXP: usize = 16;
+
+/// Kernel parameters of `kernels/finite_diff.cu` (same layout as its `FdParams`).
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct FdParams {
+    ptr: [u64; FD_MAXD],
+    shape: [u64; FD_MAXD],
+    stride: [u64; FD_MAXD],
+    w: [f64; FD_MAXD],
+    n: u64,
+    centre: f64,
+    ndim: i32,
+    pad: i32,
+}
+
+// SAFETY: plain old data with the layout of the CUDA struct.
+unsafe impl DeviceRepr for FdParams {}
+
+/// Kernel parameters of `kernels/pointwise_norm.cu` (same layout as its `PnParams`).
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct PnParams {
+    ptr: [u64; PN_MAXP],
+    n: u64,
+    p: f64,
+    nparts: i32,
+    mode: i32,
+}
+
+// SAFETY: plain old data with the layout of the CUDA struct.
+unsafe impl DeviceRepr for PnParams {}
+
+impl FdParams {
+    fn new(shape: &[usize], w: &[f64], what: &str) -> Result<Self> {
+        let d = shape.len();
+        if d > FD_MAXD {
+            return Err(Error::Unsupported(format!(
+                "{what} on a GPU handles at most {FD_MAXD} axes, got {d}"
+            )));
+        }
+        if w.len() != d {
+            return Err(Error::invalid(format!(
+                "{what}: {} weights for {d} axes",
+                w.len()
+            )));
+        }
+        let mut p = FdParams {
+            ptr: [0; FD_MAXD],
+            shape: [1; FD_MAXD],
+            stride: [0; FD_MAXD],
+            w: [0.0; FD_MAXD],
+            n: shape.iter().product::<usize>() as u64,
+            centre: 0.0,
+            ndim: d as i32,
+            pad: 0,
+        };
+        let mut stride = 1u64;
+        for k in (0..d).rev() {
+            p.shape[k] = shape[k] as u64;
+            p.stride[k] = stride;
+            stride *= shape[k] as u64;
+        }
+        p.w[..d].copy_from_slice(w);
+        Ok(p)
+    }
+
+    fn kernel(&self, base: &str, x: &DeviceTensor<impl Scalar>) -> String {
+        let t = x.dtype().pick("f32", "f64");
+        let i = if self.n <= u32::MAX as u64 {
+            "u32"
+        } else {
+            "u64"
+        };
+        format!("{base}_{t}_{i}")
+    }
+}
+
+fn check_like<T: Scalar>(a: &DeviceTensor<T>, b: &DeviceTensor<T>, what: &str) -> Result<()> {
+    if a.ctx().id() != b.ctx().id() {
+        return Err(Error::DeviceMismatch {
+            context: what.into(),
+            expected: a.device().to_string(),
+            got: b.device().to_string(),
+        });
+    }
+    if a.shape() != b.shape() {
+        return Err(Error::shape(what, a.shape(), b.shape()));
+    }
+    Ok(())
+}
+
+impl<T: Scalar> DeviceTensor<T> {
+    /// Forward differences with zero padding: `outs[k] = (x[i + e_k] − x[i]) · w[k]`
+    /// (`w[k] = 1/h_k`), one output per axis.
+    pub(crate) fn gradient(x: &Self, outs: &mut [&mut Self], w: &[f64]) -> Result<()> {
+        let mut p = FdParams::new(x.shape(), w, "Gradient")?;
+        if outs.len() != x.shape().len() {
+            return Err(Error::invalid(format!(
+                "Gradient: {} outputs for {} axes",
+                outs.len(),
+                x.shape().len()
+            )));
+        }
+        for o in outs.iter() {
+            check_like(x, o, "Gradient")?;
+        }
+        let ctx = Arc::clone(x.ctx());
+        let stream = ctx.stream();
+        let f = ctx.function(&FINITE_DIFF, &p.kernel("grad", x))?;
+        let mut guards: Vec<SyncOnDrop<'_>> = Vec::with_capacity(outs.len());
+        for (k, o) in outs.iter_mut().enumerate() {
+            let (ptr, g) = o.slice_mut().device_ptr_mut(stream);
+            p.ptr[k] = ptr;
+            guards.push(g);
+        }
+        let mut l = stream.launch_builder(&f);
+        l.arg(x.slice()).arg(&p);
+        // SAFETY: the outputs hold `p.n` values each, as does `x`.
+        unsafe { l.launch(ctx.launch_cfg(p.n as usize)) }.map_err(driver_err("gradient kernel"))?;
+        drop(guards);
+        Ok(())
+    }
+
+    /// Backward differences summed over the axes: `out = Σ_k (g_k[i] − g_k[i − e_k]) · w[k]`
+    /// with `g_k = 0` before the grid (`w[k] = 1/h_k`).
+    pub(crate) fn divergence(parts: &[&Self], out: &mut Self, w: &[f64]) -> Result<()> {
+        let mut p = FdParams::new(out.shape(), w, "Divergence")?;
+        if parts.len() != out.shape().len() {
+            return Err(Error::invalid(format!(
+                "Divergence: {} components for {} axes",
+                parts.len(),
+                out.shape().len()
+            )));
+        }
+        for g in parts {
+            check_like(out, g, "Divergence")?;
+        }
+        let ctx = Arc::clone(out.ctx());
+        let stream = ctx.stream();
+        let f = ctx.function(&FINITE_DIFF, &p.kernel("div", out))?;
+        let mut guards: Vec<SyncOnDrop<'_>> = Vec::with_capacity(parts.len());
+        for (k, g) in parts.iter().enumerate() {
+            let (ptr, guard) = g.slice().device_ptr(stream);
+            p.ptr[k] = ptr;
+            guards.push(guard);
+        }
+        let cfg = ctx.launch_cfg(p.n as usize);
+        let mut l = stream.launch_builder(&f);
+        l.arg(out.slice_mut()).arg(&p);
+        // SAFETY: the components hold `p.n` values each, as does `out`.
+        unsafe { l.launch(cfg) }.map_err(driver_err("divergence kernel"))?;
+        drop(guards);
+        Ok(())
+    }
+
+    /// The zero-padded Laplacian `out = centre · x + Σ_k w[k] (x[i + e_k] + x[i − e_k])`
+    /// (`w[k] = 1/h_k²`, `centre = Σ_k −2/h_k²`, neighbours outside the grid left out).
+    pub(crate) fn laplacian(x: &Self, out: &mut Self, w: &[f64], centre: f64) -> Result<()> {
+        let mut p = FdParams::new(x.shape(), w, "Laplacian")?;
+        p.centre = centre;
+        check_like(x, out, "Laplacian")?;
+        let ctx = Arc::clone(x.ctx());
+        let f = ctx.function(&FINITE_DIFF, &p.kernel("lap", x))?;
+        let cfg = ctx.launch_cfg(p.n as usize);
+        let mut l = ctx.stream().launch_builder(&f);
+        l.arg(x.slice()).arg(out.slice_mut()).arg(&p);
+        // SAFETY: `x` and `out` hold `p.n` values each.
+        unsafe { l.launch(cfg) }.map_err(driver_err("laplacian kernel"))?;
+        Ok(())
+    }
+
+    /// The pointwise `exponent`-norm of the components: `out[i] = (Σ_k |g_k[i]|^p)^{1/p}`.
+    pub(crate) fn pointwise_norm(parts: &[&Self], out: &mut Self, exponent: f64) -> Result<()> {
+        if parts.is_empty() || parts.len() > PN_MAXP {
+            return Err(Error::Unsupported(format!(
+                "PointwiseNorm on a GPU handles 1 to {PN_MAXP} components, got {}",
+                parts.len()
+            )));
+        }
+        for g in parts {
+            check_like(out, g, "PointwiseNorm")?;
+        }
+        let mode = if exponent == 1.0 {
+            0
+        } else if exponent == 2.0 {
+            1
+        } else if exponent.is_infinite() {
+            2
+        } else {
+            3
+        };
+        let mut q = PnParams {
+            ptr: [0; PN_MAXP],
+            n: out.len() as u64,
+            p: exponent,
+            nparts: parts.len() as i32,
+            mode,
+        };
+        let ctx = Arc::clone(out.ctx());
+        let stream = ctx.stream();
+        let f = ctx.function(&POINTWISE_NORM, out.dtype().pick("pnorm_f32", "pnorm_f64"))?;
+        let mut guards: Vec<SyncOnDrop<'_>> = Vec::with_capacity(parts.len());
+        for (k, g) in parts.iter().enumerate() {
+            let (ptr, guard) = g.slice().device_ptr(stream);
+            q.ptr[k] = ptr;
+            guards.push(guard);
+        }
+        let cfg = ctx.launch_cfg(out.len());
+        let mut l = stream.launch_builder(&f);
+        l.arg(out.slice_mut()).arg(&q);
+        // SAFETY: the components hold `q.n` values each, as does `out`.
+        unsafe { l.launch(cfg) }.map_err(driver_err("pointwise norm kernel"))?;
+        drop(guards);
+        Ok(())
+    }
+}

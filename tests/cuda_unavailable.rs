@@ -1,0 +1,58 @@
+//! Asking for a CUDA device never panics. Without the `cuda` feature (as in CI) it is a clean
+//! `Error::CudaUnavailable`; with the feature it is that error or, on a machine with a GPU, a
+//! working space.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use rodl::{rn, Device, Error, Space};
+
+fn ask(device: Device) -> rodl::Result<Space<f32>> {
+    rn::<f32>(&[4])?.with_device(device)
+}
+
+#[test]
+fn cuda_space_request_does_not_panic() {
+    let r = catch_unwind(|| ask(Device::Cuda(0))).expect("asking for cuda:0 panicked");
+    match r {
+        Err(Error::CudaUnavailable(msg)) => {
+            assert!(!msg.is_empty());
+            if !cfg!(feature = "cuda") {
+                assert!(msg.contains("`cuda` feature"), "unclear message: {msg}");
+            }
+            let shown = Error::CudaUnavailable(msg).to_string();
+            assert!(shown.starts_with("CUDA is not available"), "{shown}");
+        }
+        Err(e) => panic!("expected Error::CudaUnavailable, got {e:?}"),
+        Ok(space) => {
+            if !cfg!(feature = "cuda") {
+                panic!("a CUDA space without the `cuda` feature");
+            }
+            assert_eq!(space.device(), Device::Cuda(0));
+        }
+    }
+}
+
+#[test]
+fn absent_ordinal_is_a_clean_error() {
+    let r = catch_unwind(|| ask(Device::Cuda(4096))).expect("asking for cuda:4096 panicked");
+    match r {
+        Err(Error::CudaUnavailable(msg)) => assert!(!msg.is_empty()),
+        other => panic!("expected Error::CudaUnavailable, got {other:?}"),
+    }
+    let r = catch_unwind(|| Device::Cuda(4096).check_available()).expect("check panicked");
+    assert!(matches!(r, Err(Error::CudaUnavailable(_))));
+}
+
+#[test]
+fn transfers_to_an_unavailable_device_fail_cleanly() {
+    let x = rn::<f64>(&[3]).unwrap().one().unwrap();
+    let r = catch_unwind(AssertUnwindSafe(|| {
+        x.to_device(Device::Cuda(4096)).map(|_| ())
+    }))
+    .expect("panicked");
+    assert!(matches!(r, Err(Error::CudaUnavailable(_))), "{r:?}");
+    let r = catch_unwind(|| Device::Cuda(0).check_available()).expect("panicked");
+    if !cfg!(feature = "cuda") {
+        assert!(matches!(r, Err(Error::CudaUnavailable(_))));
+    }
+}
