@@ -43,6 +43,43 @@ impl Device {
     }
 }
 
+impl Device {
+    /// Waits until all work queued on this device has finished (a no-op on the CPU, whose
+    /// operations return when they are done).
+    pub fn synchronize(self) -> Result<()> {
+        match self {
+            Device::Cpu => Ok(()),
+            Device::Cuda(id) => crate::backend::cuda_synchronize(id),
+        }
+    }
+
+    /// The time the work queued by `f` takes on this device: measured with two CUDA events
+    /// around it on a GPU (so host-side launch overhead that overlaps GPU work does not count),
+    /// and with the wall clock on the CPU.
+    ///
+    /// ```
+    /// use rodl::{rn, Device};
+    /// let s = rn::<f32>(&[1000])?;
+    /// let x = s.one()?;
+    /// let t = Device::Cpu.time(|| s.norm(&x).map(|_| ()))?;
+    /// assert!(t.as_secs_f64() >= 0.0);
+    /// # Ok::<(), rodl::Error>(())
+    /// ```
+    pub fn time(self, mut f: impl FnMut() -> Result<()>) -> Result<std::time::Duration> {
+        match self {
+            Device::Cpu => {
+                let t = std::time::Instant::now();
+                f()?;
+                Ok(t.elapsed())
+            }
+            Device::Cuda(id) => {
+                let ms = crate::backend::cuda_time(id, &mut f)?;
+                Ok(std::time::Duration::from_secs_f64(ms.max(0.0) / 1e3))
+            }
+        }
+    }
+}
+
 impl fmt::Display for Device {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

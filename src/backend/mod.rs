@@ -46,3 +46,45 @@ pub(crate) enum Reduction {
 pub(crate) fn cuda_check_available(id: usize) -> crate::Result<()> {
     cuda::check_available(id)
 }
+
+/// Waits until all work queued on CUDA device `id` has finished.
+#[cfg(feature = "cuda")]
+pub(crate) fn cuda_synchronize(id: usize) -> crate::Result<()> {
+    cuda::device_ctx(id)?.synchronize()
+}
+
+/// Runs `f` between two timing events recorded on device `id`'s stream and returns the GPU time
+/// between them in milliseconds.
+#[cfg(feature = "cuda")]
+pub(crate) fn cuda_time(id: usize, f: &mut dyn FnMut() -> crate::Result<()>) -> crate::Result<f64> {
+    use cudarc::driver::sys::CUevent_flags;
+    let ctx = cuda::device_ctx(id)?;
+    let stream = ctx.stream();
+    let ev = |what| {
+        stream
+            .record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+            .map_err(cuda::driver_err(what))
+    };
+    let start = ev("recording a timing event")?;
+    f()?;
+    let end = ev("recording a timing event")?;
+    end.synchronize()
+        .map_err(cuda::driver_err("waiting for a timing event"))?;
+    start
+        .elapsed_ms(&end)
+        .map(f64::from)
+        .map_err(cuda::driver_err("reading a timing event"))
+}
+
+#[cfg(not(feature = "cuda"))]
+pub(crate) fn cuda_synchronize(id: usize) -> crate::Result<()> {
+    cuda::check_available(id)
+}
+
+#[cfg(not(feature = "cuda"))]
+pub(crate) fn cuda_time(
+    id: usize,
+    _f: &mut dyn FnMut() -> crate::Result<()>,
+) -> crate::Result<f64> {
+    cuda::check_available(id).map(|_| 0.0)
+}

@@ -3,6 +3,8 @@
 
 mod backend;
 mod cpu;
+#[cfg(feature = "cuda")]
+mod cuda;
 pub mod geometry;
 pub mod phantom;
 mod ray_transform;

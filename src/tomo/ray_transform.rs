@@ -22,6 +22,8 @@ struct Inner<T: Scalar> {
 
 enum Exec {
     Cpu(Arc<rayon::ThreadPool>),
+    #[cfg(feature = "cuda")]
+    Cuda(super::cuda::CudaRay),
 }
 
 /// The ray transform `A`: a volume ↦ its line integrals (world units) along the rays of a
@@ -118,9 +120,7 @@ impl<T: Scalar> RayTransform<T> {
                     }
                 }
                 Device::Cuda(opts.device).check_available()?;
-                return Err(Error::Unsupported(
-                    "the CUDA ray transform is not available yet".into(),
-                ));
+                Self::cuda_exec(opts.device, &geometry, &grid)?
             }
         };
         let adjoint_scale = range.weight()? / domain.weight()?;
@@ -135,6 +135,28 @@ impl<T: Scalar> RayTransform<T> {
                 norm: NormCache::new(),
             }),
         })
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_exec(id: usize, geometry: &Geometry, grid: &Grid) -> Result<Exec> {
+        if std::any::TypeId::of::<T>() != std::any::TypeId::of::<f32>() {
+            return Err(Error::Unsupported(format!(
+                "the CUDA ray transform computes in f32, not {}",
+                T::NAME
+            )));
+        }
+        Ok(Exec::Cuda(super::cuda::CudaRay::new(
+            id,
+            geometry.vec(),
+            grid,
+        )?))
+    }
+
+    #[cfg(not(feature = "cuda"))]
+    fn cuda_exec(_id: usize, _geometry: &Geometry, _grid: &Grid) -> Result<Exec> {
+        Err(Error::CudaUnavailable(
+            "rodl was built without the `cuda` feature (rebuild with `--features cuda`)".into(),
+        ))
     }
 
     /// The geometry.
@@ -152,6 +174,8 @@ impl<T: Scalar> Inner<T> {
                 pool.install(|| joseph::forward(self.geometry.vec(), &self.grid, vol, sino));
                 Ok(())
             }
+            #[cfg(feature = "cuda")]
+            Exec::Cuda(c) => gpu_apply(c, x, out, false),
         }
     }
 
@@ -165,8 +189,47 @@ impl<T: Scalar> Inner<T> {
                     joseph::transpose(self.geometry.vec(), &self.grid, sino, vol, tasks)
                 });
             }
+            #[cfg(feature = "cuda")]
+            Exec::Cuda(c) => gpu_apply(c, y, out, true)?,
         }
         self.domain.scale(T::of(self.adjoint_scale), out)
+    }
+}
+
+/// Runs the GPU projector (`transpose`: the unscaled back-projection). Device elements stay on the
+/// device; host elements are copied in and the result copied out (ODL-compatible).
+#[cfg(feature = "cuda")]
+fn gpu_apply<T: Scalar>(
+    c: &super::cuda::CudaRay,
+    x: &Element<T>,
+    out: &mut Element<T>,
+    transpose: bool,
+) -> Result<()> {
+    use super::cuda::{as_f32, as_f32_mut};
+    use crate::backend::cuda::DeviceTensor;
+    use crate::element::ElementKind;
+    let run = |a: &DeviceTensor<T>, b: &mut DeviceTensor<T>| -> Result<()> {
+        let (a, b) = (as_f32(a.slice())?, as_f32_mut(b.slice_mut())?);
+        if transpose {
+            c.transpose(a, b)
+        } else {
+            c.forward(a, b)
+        }
+    };
+    match (&x.kind, &mut out.kind) {
+        (ElementKind::Cuda(a), ElementKind::Cuda(b)) => run(a, b),
+        (ElementKind::Host(a), ElementKind::Host(o)) => {
+            let dev_in = DeviceTensor::from_host(c.device(), a.view())?;
+            let mut dev_out = DeviceTensor::<T>::zeros(c.device(), o.shape())?;
+            run(&dev_in, &mut dev_out)?;
+            *o = dev_out.to_host()?;
+            Ok(())
+        }
+        _ => Err(Error::DeviceMismatch {
+            context: "RayTransform (CUDA)".into(),
+            expected: format!("cuda:{}", c.device()),
+            got: format!("{} and {}", x.device(), out.device()),
+        }),
     }
 }
 

@@ -1,0 +1,159 @@
+//! The ray transform on a CUDA GPU (crate feature `cuda`): the Joseph model of the CPU projector
+//! in `kernels/ray_joseph.cu`, with its exact transpose.
+
+use std::any::TypeId;
+use std::sync::Arc;
+
+use cudarc::driver::{CudaSlice, DeviceRepr, PushKernelArg};
+
+use super::cpu::ray::Grid;
+use super::geometry::{Beam, VecGeometry};
+use crate::backend::cuda::{device_ctx, driver_err, DeviceCtx, KernelSource};
+use crate::{Error, Result, Scalar};
+
+const RAY: KernelSource = KernelSource {
+    name: "ray_joseph",
+    code: include_str!("../../kernels/ray_joseph.cu"),
+    options: &["--fmad=false", "--std=c++17"],
+};
+
+/// Kernel parameters; must match `RayParams` in `kernels/ray_joseph.cu`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct RayParams {
+    shape: [i64; 3],
+    vmin: [f64; 3],
+    h: [f64; 3],
+    ndim: i32,
+    nu: i32,
+    nv: i32,
+    nviews: i32,
+    parallel: i32,
+    first_view: i32,
+}
+
+// SAFETY: plain-old-data with the C layout the kernels expect.
+unsafe impl DeviceRepr for RayParams {}
+
+/// Device-resident geometry of one ray transform on one GPU.
+pub(crate) struct CudaRay {
+    ctx: Arc<DeviceCtx>,
+    views: CudaSlice<f64>,
+    params: RayParams,
+}
+
+/// `&CudaSlice<T>` as `&CudaSlice<f32>` when `T = f32`.
+pub(crate) fn as_f32<T: Scalar>(s: &CudaSlice<T>) -> Result<&CudaSlice<f32>> {
+    if TypeId::of::<T>() != TypeId::of::<f32>() {
+        return Err(Error::Unsupported(format!(
+            "the CUDA ray transform computes in f32, not {}",
+            T::NAME
+        )));
+    }
+    // SAFETY: T is f32, so the two types are the same.
+    Ok(unsafe { &*(s as *const CudaSlice<T> as *const CudaSlice<f32>) })
+}
+
+/// `&mut CudaSlice<T>` as `&mut CudaSlice<f32>` when `T = f32`.
+pub(crate) fn as_f32_mut<T: Scalar>(s: &mut CudaSlice<T>) -> Result<&mut CudaSlice<f32>> {
+    if TypeId::of::<T>() != TypeId::of::<f32>() {
+        return Err(Error::Unsupported(format!(
+            "the CUDA ray transform computes in f32, not {}",
+            T::NAME
+        )));
+    }
+    // SAFETY: T is f32, so the two types are the same.
+    Ok(unsafe { &mut *(s as *mut CudaSlice<T> as *mut CudaSlice<f32>) })
+}
+
+impl Drop for CudaRay {
+    fn drop(&mut self) {
+        // The geometry buffer is freed on this thread: make the device current first.
+        let _ = self.ctx.bind();
+    }
+}
+
+impl CudaRay {
+    /// Uploads the per-view vectors to GPU `id` and compiles the kernels (once per device).
+    pub(crate) fn new(id: usize, geom: &VecGeometry, grid: &Grid) -> Result<Self> {
+        let ctx = device_ctx(id)?;
+        let to_i32 = |n: usize, what: &str| {
+            i32::try_from(n).map_err(|_| {
+                Error::Unsupported(format!("{what} {n} exceeds the CUDA kernels' range"))
+            })
+        };
+        let params = RayParams {
+            shape: grid.shape.map(|n| n as i64),
+            vmin: grid.min,
+            h: grid.h,
+            ndim: geom.ndim() as i32,
+            nu: to_i32(geom.nu(), "detector size")?,
+            nv: to_i32(geom.nv(), "detector size")?,
+            nviews: to_i32(geom.num_views(), "number of views")?,
+            parallel: i32::from(geom.beam() == Beam::Parallel),
+            first_view: 0,
+        };
+        let flat: Vec<f64> = geom
+            .views()
+            .iter()
+            .flat_map(|v| {
+                v.src
+                    .into_iter()
+                    .chain(v.det_center)
+                    .chain(v.det_u)
+                    .chain(v.det_v)
+            })
+            .collect();
+        let views = ctx
+            .stream()
+            .memcpy_stod(&flat)
+            .map_err(driver_err("uploading the geometry"))?;
+        // Compile now, so that a compilation problem shows at construction.
+        ctx.function(&RAY, "joseph_forward_f32")?;
+        Ok(Self { ctx, views, params })
+    }
+
+    /// The device ordinal.
+    pub(crate) fn device(&self) -> usize {
+        self.ctx.id()
+    }
+
+    fn rays(&self) -> usize {
+        self.params.nviews as usize * self.params.nu as usize * self.params.nv as usize
+    }
+
+    fn launch(
+        &self,
+        name: &str,
+        input: &CudaSlice<f32>,
+        output: &mut CudaSlice<f32>,
+    ) -> Result<()> {
+        let f = self.ctx.function(&RAY, name)?;
+        let stream = self.ctx.stream();
+        let mut b = stream.launch_builder(&f);
+        let count = self.params.nviews;
+        b.arg(input)
+            .arg(output)
+            .arg(&self.views)
+            .arg(&self.params)
+            .arg(&count);
+        // SAFETY: the kernel's signature is (const float*, float*, const double*, RayParams, int);
+        // the buffers hold the volume and the data of this geometry (checked by the caller).
+        unsafe { b.launch(self.ctx.launch_cfg(self.rays())) }.map_err(driver_err(name))?;
+        Ok(())
+    }
+
+    /// `sino = A vol` on the device.
+    pub(crate) fn forward(&self, vol: &CudaSlice<f32>, sino: &mut CudaSlice<f32>) -> Result<()> {
+        self.launch("joseph_forward_f32", vol, sino)
+    }
+
+    /// `vol = Aᵀ sino` on the device (unscaled transpose).
+    pub(crate) fn transpose(&self, sino: &CudaSlice<f32>, vol: &mut CudaSlice<f32>) -> Result<()> {
+        self.ctx
+            .stream()
+            .memset_zeros(vol)
+            .map_err(driver_err("clearing the volume"))?;
+        self.launch("joseph_backward_atomic_f32", sino, vol)
+    }
+}

@@ -1,0 +1,161 @@
+//! The CUDA ray transform on a real GPU: agreement with the CPU projector for every geometry
+//! kind, exact adjointness on device-resident spaces, host-space round trips, device checks and
+//! 64-bit indexing. These tests FAIL (they do not skip) without a GPU.
+#![cfg(feature = "cuda")]
+
+use std::path::PathBuf;
+
+use rodl::tomo::{Backend, Geometry, RayTransform, TomoSpec};
+use rodl::{
+    check_adjoint, uniform_discr, Device, LinearOperator, Operator, Space, UniformPartition,
+};
+
+const CASES: [&str; 5] = [
+    "par2d_64",
+    "fan2d_64",
+    "par3d_32",
+    "cone3d_32",
+    "helical_32",
+];
+
+/// The reference data, from the source tree or (for staged binaries run elsewhere) from the
+/// current directory.
+fn spec(case: &str) -> TomoSpec {
+    let rel = format!("tests/data/odl/{case}.json");
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(&rel);
+    TomoSpec::from_file(if p.exists() { p } else { PathBuf::from(rel) }).unwrap()
+}
+
+fn rel(a: &[f32], b: &[f32]) -> f64 {
+    let num: f64 = a.iter().zip(b).map(|(x, y)| ((x - y) as f64).powi(2)).sum();
+    let den: f64 = b.iter().map(|y| (*y as f64).powi(2)).sum();
+    (num / den).sqrt()
+}
+
+#[test]
+fn cuda_matches_cpu_for_every_geometry() {
+    let mut rng = rand::thread_rng();
+    for case in CASES {
+        let s = spec(case);
+        let host = s.volume.space::<f32>().unwrap();
+        let gpu = host.with_device(Device::Cuda(0)).unwrap();
+        let g = s.geometry.build().unwrap();
+        let cpu_op = RayTransform::new(host.clone(), g.clone(), Backend::default()).unwrap();
+        let gpu_op = RayTransform::new(gpu.clone(), g, Backend::cuda(0)).unwrap();
+        assert_eq!(gpu_op.range().device(), Device::Cuda(0));
+        let x = host.random_normal(&mut rng).unwrap();
+        let y = cpu_op.range().random_normal(&mut rng).unwrap();
+        let fx_cpu = cpu_op.apply(&x).unwrap();
+        let fx_gpu = gpu_op
+            .apply(&x.to_device(Device::Cuda(0)).unwrap())
+            .unwrap();
+        assert_eq!(fx_gpu.device(), Device::Cuda(0));
+        let ef = rel(
+            fx_gpu.to_host().unwrap().as_slice().unwrap(),
+            fx_cpu.as_slice().unwrap(),
+        );
+        let at_cpu = cpu_op.adjoint().unwrap().apply(&y).unwrap();
+        let at_gpu = gpu_op
+            .adjoint()
+            .unwrap()
+            .apply(&y.to_device(Device::Cuda(0)).unwrap())
+            .unwrap();
+        let ea = rel(
+            at_gpu.to_host().unwrap().as_slice().unwrap(),
+            at_cpu.as_slice().unwrap(),
+        );
+        eprintln!("{case}: CPU vs CUDA forward {ef:.2e}, adjoint {ea:.2e}");
+        assert!(
+            ef <= 1e-5 && ea <= 1e-5,
+            "{case}: forward {ef}, adjoint {ea}"
+        );
+    }
+}
+
+#[test]
+fn cuda_adjoint_is_exact_on_device_spaces() {
+    for case in CASES {
+        let s = spec(case);
+        let gpu = s
+            .volume
+            .space::<f32>()
+            .unwrap()
+            .with_device(Device::Cuda(0))
+            .unwrap();
+        let op = RayTransform::new(gpu, s.geometry.build().unwrap(), Backend::cuda(0)).unwrap();
+        let r = check_adjoint(&op, 3, 11).unwrap();
+        eprintln!(
+            "{case}: CUDA adjoint relative error {:.2e}",
+            r.max_rel_error
+        );
+        assert!(r.max_rel_error <= 1e-5, "{case}: {}", r.max_rel_error);
+    }
+}
+
+#[test]
+fn host_spaces_with_cuda_backend_copy_in_and_out() {
+    let s = spec("cone3d_32");
+    let host = s.volume.space::<f32>().unwrap();
+    let g = s.geometry.build().unwrap();
+    let cpu_op = RayTransform::new(host.clone(), g.clone(), Backend::default()).unwrap();
+    let gpu_op = RayTransform::new(host.clone(), g, Backend::cuda(0)).unwrap();
+    assert_eq!(gpu_op.range().device(), Device::Cpu);
+    let x = host.one().unwrap();
+    let a = gpu_op.apply(&x).unwrap();
+    let b = cpu_op.apply(&x).unwrap();
+    assert!(rel(a.as_slice().unwrap(), b.as_slice().unwrap()) <= 1e-5);
+}
+
+#[test]
+fn device_mismatch_and_f64_are_errors() {
+    let s = spec("par2d_64");
+    let gpu = s
+        .volume
+        .space::<f32>()
+        .unwrap()
+        .with_device(Device::Cuda(0))
+        .unwrap();
+    let g = s.geometry.build().unwrap();
+    assert!(RayTransform::new(gpu.clone(), g.clone(), Backend::cuda(1)).is_err());
+    assert!(RayTransform::new(gpu, g.clone(), Backend::default()).is_err());
+    let host64 = s.volume.space::<f64>().unwrap();
+    assert!(RayTransform::new(host64, g.clone(), Backend::cuda(0)).is_err());
+    assert!(RayTransform::new(s.volume.space::<f32>().unwrap(), g, Backend::cuda(4096)).is_err());
+}
+
+/// A volume of more than 2³¹ voxels: 64-bit indexing in both directions.
+#[test]
+fn more_than_2_pow_31_voxels() {
+    let n = [2056usize, 2056, 520]; // 2.198e9 voxels, 8.8 GB
+    let space: Space<f32> = uniform_discr(&[-1.0, -1.0, -0.25], &[1.0, 1.0, 0.25], &n)
+        .unwrap()
+        .with_device(Device::Cuda(0))
+        .unwrap();
+    // One view at angle 0 (the midpoint of [-0.01, 0.01]): rays along +y.
+    let angles = UniformPartition::new(&[-0.01], &[0.01], &[1]).unwrap();
+    let det = UniformPartition::new(&[-1.5, -0.3], &[1.5, 0.3], &[64, 16]).unwrap();
+    let g = Geometry::parallel_3d(&angles, &det, [0.0, 0.0, 1.0], [0.0, 0.0]).unwrap();
+    let op = RayTransform::new(space.clone(), g, Backend::cuda(0)).unwrap();
+    let y = op
+        .apply(&space.one().unwrap())
+        .unwrap()
+        .to_host()
+        .unwrap()
+        .into_array()
+        .unwrap();
+    // Rays along y through the middle of the box cross it over its full length 2.
+    let c = y[[0, 32, 8]];
+    assert!((c - 2.0).abs() < 1e-3, "central line integral {c}");
+    // Symmetric data back-projects symmetrically: first and last voxel columns agree, and the
+    // last voxel (index > 2³¹) is written.
+    let ones = op.range().one().unwrap();
+    let bp = op.adjoint().unwrap().apply(&ones).unwrap();
+    drop(ones);
+    let host = bp.to_host().unwrap().into_array().unwrap();
+    let last = host[[n[0] - 1, n[1] - 1, n[2] / 2]];
+    let first = host[[0, 0, n[2] / 2]];
+    assert!(
+        last > 0.0 && ((last - first) / first).abs() < 1e-4,
+        "first {first}, last {last}"
+    );
+}
