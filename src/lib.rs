@@ -25,6 +25,7 @@ mod device;
 pub mod diagnostics;
 mod element;
 mod error;
+pub mod factory;
 pub mod operator;
 mod scalar;
 mod space;

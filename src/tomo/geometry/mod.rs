@@ -8,6 +8,7 @@
 
 mod helpers;
 mod spec;
+mod subset;
 mod vec;
 
 pub use helpers::{cone_beam_geometry, parallel_beam_geometry};

@@ -1,0 +1,535 @@
+//! Data parallelism: one operator replica per device, each applied to its slice of a batch.
+
+use std::marker::PhantomData;
+use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use super::space_desc::check_space;
+use super::workers::run_each;
+use super::{Factory, LinFactory, LinearOperatorFactory, OperatorFactory, SpaceDesc};
+use crate::operator::{NormCache, Scratch};
+use crate::{Device, Element, Error, LinOp, LinearOperator, Op, Operator, Result, Scalar, Space};
+
+/// An operator on batches that runs one replica of a factory's operator per device.
+///
+/// The domain and range are batch spaces ([`SpaceDesc::batched`]): the factory's domain and
+/// range with a leading batch axis of length `B` on every tensor (unit weight along it, so the
+/// inner product is the sum over the batch). **Batch elements live in host memory**: the batch
+/// spaces are host spaces whatever the devices. The batch is split into contiguous chunks, one
+/// per device (as even as possible, or the sizes given to
+/// [`with_chunks`](DataParallel::with_chunks); uneven splits and empty chunks are allowed).
+///
+/// At the first call that needs it, each device builds its replica with the factory
+/// ([`OperatorFactory::build`] / [`LinearOperatorFactory::build_linear`]) and caches it: one
+/// build per device entry for the life of the operator ([`build_counts`](Self::build_counts)).
+/// A device that cannot be used gives a clean error at that first call (or at
+/// [`warm_up`](Self::warm_up)), never a panic. The same device may be listed more than once
+/// (e.g. `[Cpu, Cpu]`): each entry gets its own replica.
+///
+/// A call runs the devices' chunks concurrently, one host thread per device with work (`std::
+/// thread::scope`; a single busy device runs on the calling thread). Each thread applies its
+/// replica to its batch elements one after the other: the element is copied out of the batch
+/// into a cached host temporary; for a GPU it is then copied to the device explicitly
+/// ([`Element::to_device`]), the replica computes there, and the result comes back explicitly
+/// ([`Element::to_host`]) before it is written into its slot of the output batch. Replicas of
+/// CPU entries compute on the host without extra transfers.
+///
+/// Built from a linear factory ([`DataParallel::new`]) it is a [`LinearOperator`] whose adjoint is
+/// the data-parallel adjoint: it shares the replicas (each device takes its replica's
+/// [`adjoint`](LinearOperator::adjoint), once) and is exact in the batch spaces' inner products.
+/// From a general factory ([`DataParallel::general`]) it is an [`Operator`].
+///
+/// If a call fails, the output's contents are unspecified.
+///
+/// ```
+/// use std::sync::Arc;
+/// use rodl::factory::{DataParallel, LinFactory, ScalingFactory, SpaceDesc};
+/// use rodl::{check_adjoint, Device, LinearOperator, Operator};
+///
+/// let scale: LinFactory<f64> = Arc::new(ScalingFactory::new(SpaceDesc::rn(&[2]), 3.0));
+/// // Five elements on two CPU "devices": chunks of 3 and 2.
+/// let op = DataParallel::new(scale, &[Device::Cpu, Device::Cpu], 5)?;
+/// assert_eq!(op.domain().shape()?, &[5, 2]);
+/// let x = op.domain().element_from_vec((0..10).map(f64::from).collect())?;
+/// let y = op.apply(&x)?;
+/// assert_eq!(y.as_slice()?[9], 27.0);
+/// assert_eq!(op.build_counts(), vec![1, 1]);
+/// assert!(check_adjoint(&op, 2, 3)?.max_rel_error < 1e-12);
+///
+/// // A missing GPU is an error at first use, not a panic.
+/// let f: LinFactory<f64> = Arc::new(ScalingFactory::new(SpaceDesc::rn(&[2]), 3.0));
+/// let bad = DataParallel::new(f, &[Device::Cpu, Device::Cuda(7)], 4)?;
+/// assert!(bad.apply(&bad.domain().zero()?).is_err());
+/// # Ok::<(), rodl::Error>(())
+/// ```
+pub struct DataParallel<T: Scalar, P: ?Sized = dyn LinearOperatorFactory<T>> {
+    core: Arc<Core<T>>,
+    adjoint: bool,
+    _p: PhantomData<fn() -> Arc<P>>,
+}
+
+enum Source<T: Scalar> {
+    General(Factory<T>),
+    Linear(LinFactory<T>),
+}
+
+struct Core<T: Scalar> {
+    source: Source<T>,
+    slots: Vec<Slot<T>>,
+    chunks: Vec<Range<usize>>,
+    inner_domain: SpaceDesc,
+    inner_range: SpaceDesc,
+    /// The batch spaces (host).
+    domain: Space<T>,
+    range: Space<T>,
+    /// The factory's domain and range on the host (for the per-element input temporaries).
+    host_inner_domain: Space<T>,
+    host_inner_range: Space<T>,
+    norm: NormCache,
+}
+
+/// One device's share of a call: its index, its input rows and its output rows (per leaf).
+type Share<'a, T> = (usize, Vec<&'a [T]>, Vec<&'a mut [T]>);
+
+/// One device entry: its replica (built once) and the replica's adjoint (taken once).
+struct Slot<T: Scalar> {
+    device: Device,
+    forward: Mutex<Option<Arc<Replica<T>>>>,
+    backward: Mutex<Option<Arc<Replica<T>>>>,
+    builds: AtomicUsize,
+}
+
+/// A built operator on one device with its reusable temporaries.
+struct Replica<T: Scalar> {
+    op: Op<T>,
+    lin: Option<LinOp<T>>,
+    /// One input element in host memory.
+    input: Scratch<T>,
+    /// One output element on the device.
+    output: Scratch<T>,
+}
+
+impl<T: Scalar> Replica<T> {
+    fn new(op: Op<T>, lin: Option<LinOp<T>>, host_input: Space<T>) -> Self {
+        let output = Scratch::new(op.range().clone());
+        Self {
+            op,
+            lin,
+            input: Scratch::new(host_input),
+            output,
+        }
+    }
+}
+
+fn lock<X>(m: &Mutex<X>) -> MutexGuard<'_, X> {
+    // The guarded state is an `Option` that is only ever replaced whole: a panic elsewhere
+    // cannot leave it half-written, so a poisoned lock is still usable.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// `[0, n)` split into `k` contiguous ranges whose lengths differ by at most one.
+fn even_chunks(n: usize, k: usize) -> Vec<usize> {
+    (0..k).map(|i| n / k + usize::from(i < n % k)).collect()
+}
+
+impl<T: Scalar> DataParallel<T> {
+    /// The data-parallel operator of the linear `factory` on batches of `batch` elements,
+    /// split as evenly as possible across `devices` (earlier devices take the remainder).
+    ///
+    /// Nothing is built yet. Errors when `devices` is empty or `batch` is 0.
+    pub fn new(factory: LinFactory<T>, devices: &[Device], batch: usize) -> Result<Self> {
+        Self::with_chunks(factory, devices, &even_chunks(batch, devices.len()))
+    }
+
+    /// As [`DataParallel::new`] with `chunks[i]` batch elements on `devices[i]` (the batch size
+    /// is their sum; a device with 0 elements is never built).
+    pub fn with_chunks(
+        factory: LinFactory<T>,
+        devices: &[Device],
+        chunks: &[usize],
+    ) -> Result<Self> {
+        Core::new(Source::Linear(factory), devices, chunks).map(Self::from_core)
+    }
+}
+
+impl<T: Scalar> DataParallel<T, dyn OperatorFactory<T>> {
+    /// The data-parallel operator of the general (possibly non-linear) `factory` on batches of
+    /// `batch` elements, split as evenly as possible across `devices`.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use rodl::factory::{DataParallel, Factory, PointwiseNormFactory, SpaceDesc};
+    /// use rodl::{Device, Operator};
+    /// let norm: Factory<f32> = Arc::new(PointwiseNormFactory::new(SpaceDesc::rn(&[3]).power(2), 2.0)?);
+    /// let op = DataParallel::general(norm, &[Device::Cpu, Device::Cpu], 4)?;
+    /// let field = op.domain().full(3.0)?; // a product: two batches of shape [4, 3]
+    /// assert_eq!(op.apply(&field)?.as_slice()?, &[18f32.sqrt(); 12]);
+    /// # Ok::<(), rodl::Error>(())
+    /// ```
+    pub fn general(factory: Factory<T>, devices: &[Device], batch: usize) -> Result<Self> {
+        Self::general_with_chunks(factory, devices, &even_chunks(batch, devices.len()))
+    }
+
+    /// As [`DataParallel::general`] with `chunks[i]` batch elements on `devices[i]`.
+    pub fn general_with_chunks(
+        factory: Factory<T>,
+        devices: &[Device],
+        chunks: &[usize],
+    ) -> Result<Self> {
+        Core::new(Source::General(factory), devices, chunks).map(Self::from_core)
+    }
+}
+
+impl<T: Scalar, P: ?Sized> DataParallel<T, P> {
+    fn from_core(core: Core<T>) -> Self {
+        Self {
+            core: Arc::new(core),
+            adjoint: false,
+            _p: PhantomData,
+        }
+    }
+
+    /// The devices, one entry per replica.
+    pub fn devices(&self) -> Vec<Device> {
+        self.core.slots.iter().map(|s| s.device).collect()
+    }
+
+    /// The batch elements each device works on.
+    pub fn chunks(&self) -> &[Range<usize>] {
+        &self.core.chunks
+    }
+
+    /// The number of elements in a batch.
+    pub fn batch_size(&self) -> usize {
+        self.core.chunks.last().map_or(0, |c| c.end)
+    }
+
+    /// How many times each device entry has built its replica with the factory (0 before its
+    /// first use, 1 after; the adjoint shares these replicas).
+    pub fn build_counts(&self) -> Vec<usize> {
+        self.core
+            .slots
+            .iter()
+            .map(|s| s.builds.load(Ordering::Relaxed))
+            .collect()
+    }
+
+    /// Builds the replicas of all devices with work now (concurrently), so that a device that
+    /// cannot be used is reported here rather than at the first call.
+    pub fn warm_up(&self) -> Result<()> {
+        let core = &*self.core;
+        let busy: Vec<usize> = (0..core.slots.len())
+            .filter(|&i| !core.chunks[i].is_empty())
+            .collect();
+        let name = |&i: &usize| format!("rodl-build-{}", core.slots[i].device);
+        run_each(busy, name, |i| {
+            let slot = &core.slots[i];
+            if self.adjoint {
+                slot.backward(core)
+            } else {
+                slot.forward(core)
+            }
+            .map(|_| ())
+        })?;
+        Ok(())
+    }
+}
+
+impl<T: Scalar> Core<T> {
+    fn new(source: Source<T>, devices: &[Device], chunks: &[usize]) -> Result<Self> {
+        if devices.is_empty() {
+            return Err(Error::invalid("DataParallel needs at least one device"));
+        }
+        if chunks.len() != devices.len() {
+            return Err(Error::invalid(format!(
+                "DataParallel: {} chunk sizes for {} devices",
+                chunks.len(),
+                devices.len()
+            )));
+        }
+        let batch: usize = chunks.iter().sum();
+        if batch == 0 {
+            return Err(Error::invalid("DataParallel: the batch must not be empty"));
+        }
+        let (inner_domain, inner_range) = match &source {
+            Source::General(f) => (f.domain().clone(), f.range().clone()),
+            Source::Linear(f) => (f.domain().clone(), f.range().clone()),
+        };
+        let domain = inner_domain.batched(batch)?.build(Device::Cpu)?;
+        let range = inner_range.batched(batch)?.build(Device::Cpu)?;
+        let host_inner_domain = inner_domain.build(Device::Cpu)?;
+        let host_inner_range = inner_range.build(Device::Cpu)?;
+        let mut start = 0;
+        let ranges = chunks
+            .iter()
+            .map(|&n| {
+                start += n;
+                start - n..start
+            })
+            .collect();
+        let slots = devices
+            .iter()
+            .map(|&device| Slot {
+                device,
+                forward: Mutex::new(None),
+                backward: Mutex::new(None),
+                builds: AtomicUsize::new(0),
+            })
+            .collect();
+        Ok(Self {
+            source,
+            slots,
+            chunks: ranges,
+            inner_domain,
+            inner_range,
+            domain,
+            range,
+            host_inner_domain,
+            host_inner_range,
+            norm: NormCache::new(),
+        })
+    }
+
+    fn describe(&self) -> String {
+        match &self.source {
+            Source::General(f) => f.describe(),
+            Source::Linear(f) => f.describe(),
+        }
+    }
+
+    fn is_linear(&self) -> bool {
+        match &self.source {
+            Source::General(f) => f.is_linear(),
+            Source::Linear(_) => true,
+        }
+    }
+
+    /// Applies the replicas (or their adjoints) to the batch `x`, writing `out`.
+    fn run(&self, adjoint: bool, x: &Element<T>, out: &mut Element<T>) -> Result<()> {
+        let (in_desc, out_desc) = if adjoint {
+            (&self.inner_range, &self.inner_domain)
+        } else {
+            (&self.inner_domain, &self.inner_range)
+        };
+        let (in_sizes, out_sizes) = (in_desc.leaf_sizes(), out_desc.leaf_sizes());
+        let mut ins = Vec::new();
+        leaves(x, &mut ins)?;
+        let mut outs = Vec::new();
+        leaves_mut(out, &mut outs)?;
+        let ins = split_rows(ins, &in_sizes, &self.chunks);
+        let outs = split_rows_mut(outs, &out_sizes, &self.chunks);
+        let work: Vec<Share<'_, T>> = ins
+            .into_iter()
+            .zip(outs)
+            .enumerate()
+            .filter(|(i, _)| !self.chunks[*i].is_empty())
+            .map(|(i, (a, b))| (i, a, b))
+            .collect();
+        let (in_sizes, out_sizes) = (&in_sizes, &out_sizes);
+        let name = |w: &Share<'_, T>| format!("rodl-data-parallel-{}", self.slots[w.0].device);
+        run_each(work, name, |(i, ins, outs)| {
+            self.run_slot(i, adjoint, &ins, outs, in_sizes, out_sizes)
+        })?;
+        Ok(())
+    }
+
+    /// One device's share: its replica applied to each of its batch elements.
+    fn run_slot(
+        &self,
+        i: usize,
+        adjoint: bool,
+        ins: &[&[T]],
+        mut outs: Vec<&mut [T]>,
+        in_sizes: &[usize],
+        out_sizes: &[usize],
+    ) -> Result<()> {
+        let slot = &self.slots[i];
+        let rep = if adjoint {
+            slot.backward(self)?
+        } else {
+            slot.forward(self)?
+        };
+        let device = slot.device;
+        let count = self.chunks[i].len();
+        rep.input.with(|xin| {
+            rep.output.with(|yout| {
+                for b in 0..count {
+                    let mut dst = Vec::new();
+                    leaves_mut(xin, &mut dst)?;
+                    for ((d, src), &n) in dst.into_iter().zip(ins).zip(in_sizes) {
+                        d.copy_from_slice(&src[b * n..(b + 1) * n]);
+                    }
+                    let host_out;
+                    let result = if device == Device::Cpu {
+                        rep.op.apply_into(xin, yout)?;
+                        &*yout
+                    } else {
+                        let x_dev = xin.to_device(device)?;
+                        rep.op.apply_into(&x_dev, yout)?;
+                        host_out = yout.to_host()?;
+                        &host_out
+                    };
+                    let mut src = Vec::new();
+                    leaves(result, &mut src)?;
+                    for ((d, s), &n) in outs.iter_mut().zip(src).zip(out_sizes) {
+                        d[b * n..(b + 1) * n].copy_from_slice(s);
+                    }
+                }
+                Ok(())
+            })
+        })
+    }
+}
+
+impl<T: Scalar> Slot<T> {
+    /// The replica of this device, built on first use.
+    fn forward(&self, core: &Core<T>) -> Result<Arc<Replica<T>>> {
+        let mut g = lock(&self.forward);
+        if let Some(r) = &*g {
+            return Ok(r.clone());
+        }
+        let d = self.device;
+        let (op, lin): (Op<T>, Option<LinOp<T>>) = match &core.source {
+            Source::General(f) => (f.build(d)?, None),
+            Source::Linear(f) => {
+                let l = f.build_linear(d)?;
+                (l.clone(), Some(l))
+            }
+        };
+        self.builds.fetch_add(1, Ordering::Relaxed);
+        let ctx = format!("DataParallel replica on {d} ({})", core.describe());
+        check_space(
+            op.domain(),
+            &core.inner_domain,
+            d,
+            &format!("{ctx}: domain"),
+        )?;
+        check_space(op.range(), &core.inner_range, d, &format!("{ctx}: range"))?;
+        let r = Arc::new(Replica::new(op, lin, core.host_inner_domain.clone()));
+        *g = Some(r.clone());
+        Ok(r)
+    }
+
+    /// The adjoint of this device's replica, taken on first use.
+    fn backward(&self, core: &Core<T>) -> Result<Arc<Replica<T>>> {
+        let mut g = lock(&self.backward);
+        if let Some(r) = &*g {
+            return Ok(r.clone());
+        }
+        let fwd = self.forward(core)?;
+        let lin = fwd.lin.as_ref().ok_or_else(|| {
+            Error::NotLinear(format!("DataParallel: {} has no adjoint", fwd.op.name()))
+        })?;
+        let adj = lin.adjoint()?;
+        let r = Arc::new(Replica::new(
+            adj.clone(),
+            Some(adj),
+            core.host_inner_range.clone(),
+        ));
+        *g = Some(r.clone());
+        Ok(r)
+    }
+}
+
+/// The tensor leaves of a host element, depth first.
+fn leaves<'a, T: Scalar>(e: &'a Element<T>, acc: &mut Vec<&'a [T]>) -> Result<()> {
+    if e.is_product() {
+        for p in e.parts()? {
+            leaves(p, acc)?;
+        }
+    } else {
+        acc.push(e.as_slice()?);
+    }
+    Ok(())
+}
+
+/// The tensor leaves of a host element, depth first, mutable.
+fn leaves_mut<'a, T: Scalar>(e: &'a mut Element<T>, acc: &mut Vec<&'a mut [T]>) -> Result<()> {
+    if e.is_product() {
+        for p in e.parts_mut()?.iter_mut() {
+            leaves_mut(p, acc)?;
+        }
+    } else {
+        acc.push(e.as_slice_mut()?);
+    }
+    Ok(())
+}
+
+/// Splits every batch leaf (`sizes[k]` scalars per element) into the rows of each chunk.
+fn split_rows<'a, T>(
+    leaves: Vec<&'a [T]>,
+    sizes: &[usize],
+    chunks: &[Range<usize>],
+) -> Vec<Vec<&'a [T]>> {
+    let mut per: Vec<Vec<&'a [T]>> = chunks.iter().map(|_| Vec::new()).collect();
+    for (leaf, &n) in leaves.into_iter().zip(sizes) {
+        for (c, r) in chunks.iter().enumerate() {
+            per[c].push(&leaf[r.start * n..r.end * n]);
+        }
+    }
+    per
+}
+
+/// Splits every batch leaf (`sizes[k]` scalars per element) into the rows of each chunk, mutable.
+fn split_rows_mut<'a, T>(
+    leaves: Vec<&'a mut [T]>,
+    sizes: &[usize],
+    chunks: &[Range<usize>],
+) -> Vec<Vec<&'a mut [T]>> {
+    let mut per: Vec<Vec<&'a mut [T]>> = chunks.iter().map(|_| Vec::new()).collect();
+    for (leaf, &n) in leaves.into_iter().zip(sizes) {
+        let mut rest = leaf;
+        for (c, r) in chunks.iter().enumerate() {
+            let (head, tail) = std::mem::take(&mut rest).split_at_mut(r.len() * n);
+            per[c].push(head);
+            rest = tail;
+        }
+    }
+    per
+}
+
+impl<T: Scalar, P: ?Sized> Operator<T> for DataParallel<T, P> {
+    fn domain(&self) -> &Space<T> {
+        if self.adjoint {
+            &self.core.range
+        } else {
+            &self.core.domain
+        }
+    }
+    fn range(&self) -> &Space<T> {
+        if self.adjoint {
+            &self.core.domain
+        } else {
+            &self.core.range
+        }
+    }
+    fn evaluate(&self, x: &Element<T>, out: &mut Element<T>) -> Result<()> {
+        self.core.run(self.adjoint, x, out)
+    }
+    fn is_linear(&self) -> bool {
+        self.core.is_linear()
+    }
+    fn name(&self) -> String {
+        let devices: Vec<String> = self.devices().iter().map(|d| d.to_string()).collect();
+        format!(
+            "DataParallel({}{} on [{}])",
+            self.core.describe(),
+            if self.adjoint { "*" } else { "" },
+            devices.join(", ")
+        )
+    }
+}
+
+impl<T: Scalar> LinearOperator<T> for DataParallel<T> {
+    fn adjoint(&self) -> Result<LinOp<T>> {
+        Ok(Arc::new(DataParallel::<T> {
+            core: self.core.clone(),
+            adjoint: !self.adjoint,
+            _p: PhantomData,
+        }))
+    }
+    fn norm_cache(&self) -> Option<&NormCache> {
+        Some(&self.core.norm)
+    }
+}
