@@ -2,8 +2,8 @@
 
 use rand::{Rng, SeedableRng};
 
-use crate::operator::{LinearOperator, Operator};
-use crate::{Result, Scalar};
+use crate::operator::{check_same_space, LinearOperator, Operator};
+use crate::{Error, Result, Scalar};
 
 /// The outcome of [`check_adjoint`].
 #[derive(Clone, Debug)]
@@ -21,6 +21,11 @@ pub struct AdjointReport {
 ///
 /// A correct adjoint gives a value near the rounding unit of the scalar type.
 ///
+/// Errors with [`Error::NotLinear`] when the operator's [`Operator::is_linear`] says `false`
+/// (a [`LinearOperator`] implementation that forgot to override it), and with
+/// [`Error::SpaceMismatch`] when the adjoint's domain is not the operator's range or its range not
+/// the operator's domain.
+///
 /// ```
 /// use rodl::{check_adjoint, uniform_discr, Gradient};
 /// let s = uniform_discr::<f64>(&[0.0, 0.0], &[1.0, 2.0], &[5, 7])?;
@@ -33,7 +38,23 @@ pub fn check_adjoint<T: Scalar, A: LinearOperator<T> + ?Sized>(
     trials: usize,
     seed: u64,
 ) -> Result<AdjointReport> {
+    if !op.is_linear() {
+        return Err(Error::NotLinear(format!(
+            "check_adjoint: {}::is_linear() returns false; a LinearOperator must return true",
+            op.name()
+        )));
+    }
     let adj = op.adjoint()?;
+    check_same_space(
+        op.range(),
+        adj.domain(),
+        "check_adjoint: adjoint domain vs range",
+    )?;
+    check_same_space(
+        op.domain(),
+        adj.range(),
+        "check_adjoint: adjoint range vs domain",
+    )?;
     let opnorm = op.norm_estimate()?;
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let (dom, ran) = (op.domain(), op.range());

@@ -5,3 +5,8 @@ mod checks;
 pub mod strategies;
 
 pub use checks::{check_adjoint, check_linearity, AdjointReport};
+
+/// The README's Rust examples, compiled and run as doctests so that they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;

@@ -50,6 +50,45 @@ pub fn weighted_space<T: Scalar>(
         .prop_map(|(s, lw)| weighted_rn::<T>(&s, 10f64.powf(lw)).expect("valid random space"))
 }
 
+/// A random tensor space: either a [`discr_space`] or a [`weighted_space`].
+pub fn tensor_space<T: Scalar>(
+    ndim: std::ops::RangeInclusive<usize>,
+    len: std::ops::RangeInclusive<usize>,
+) -> impl Strategy<Value = Space<T>> {
+    prop_oneof![
+        discr_space::<T>(ndim.clone(), len.clone()),
+        weighted_space::<T>(ndim, len),
+    ]
+}
+
+/// A random product space with `nparts` parts, each a random [`tensor_space`].
+pub fn product_space<T: Scalar>(
+    nparts: std::ops::RangeInclusive<usize>,
+    ndim: std::ops::RangeInclusive<usize>,
+    len: std::ops::RangeInclusive<usize>,
+) -> impl Strategy<Value = Space<T>> {
+    vec(tensor_space::<T>(ndim, len), nparts)
+        .prop_map(|parts| Space::product(parts).expect("parts share the CPU device"))
+}
+
+/// A random space from `spaces` together with two random elements of it.
+///
+/// ```
+/// use proptest::prelude::*;
+/// use rodl::diagnostics::strategies::{space_and_elements, tensor_space};
+///
+/// proptest!(ProptestConfig::with_cases(8), |((s, x, y) in space_and_elements(tensor_space::<f64>(1..=2, 1..=4)))| {
+///     prop_assert!((s.inner(&x, &y).unwrap() - s.inner(&y, &x).unwrap()).abs() < 1e-12);
+/// });
+/// ```
+pub fn space_and_elements<T: Scalar, S: Strategy<Value = Space<T>>>(
+    spaces: S,
+) -> impl Strategy<Value = (Space<T>, Element<T>, Element<T>)> {
+    spaces.prop_flat_map(|s| {
+        (element(s.clone()), element(s.clone())).prop_map(move |(x, y)| (s.clone(), x, y))
+    })
+}
+
 /// A random element of `space`, entries uniform in [-1, 1].
 pub fn element<T: Scalar>(space: Space<T>) -> impl Strategy<Value = Element<T>> {
     let n = space.size();

@@ -134,10 +134,14 @@ fn check_shape(shape: &[usize]) -> Result<()> {
             "a tensor space needs non-zero axis lengths, got {shape:?}"
         )));
     }
+    // Elements must be allocatable: the byte size of the largest scalar type (f64) times the
+    // number of entries must fit in `isize` (beyond that, allocation would panic).
+    let max_len = isize::MAX as usize / std::mem::size_of::<f64>();
     shape
         .iter()
         .try_fold(1usize, |a, &n| a.checked_mul(n))
-        .ok_or_else(|| Error::invalid(format!("shape {shape:?} overflows usize")))?;
+        .filter(|&n| n <= max_len)
+        .ok_or_else(|| Error::invalid(format!("shape {shape:?} has too many entries")))?;
     Ok(())
 }
 

@@ -47,6 +47,7 @@ impl UniformPartition {
                 return Err(Error::invalid(format!("partition: axis {i} has 0 cells")));
             }
         }
+        super::check_shape(shape)?;
         Ok(Self {
             min_pt: min_pt.to_vec(),
             max_pt: max_pt.to_vec(),

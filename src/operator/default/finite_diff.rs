@@ -25,18 +25,37 @@ fn tensor_space<T: Scalar>(space: &Space<T>, what: &str) -> Result<()> {
     Ok(())
 }
 
+/// Below this many elements a loop runs on the calling thread: waking rayon's workers costs far
+/// more than the loop itself on small grids (tens of µs against well under one).
+const PAR_MIN_LEN: usize = 1 << 14;
+
+/// `Zip::par_for_each` for large zips, `Zip::for_each` for small ones.
+macro_rules! zip_for_each {
+    ($zip:expr, $f:expr) => {{
+        let zip = $zip;
+        if zip.size() >= PAR_MIN_LEN {
+            zip.par_for_each($f)
+        } else {
+            zip.for_each($f)
+        }
+    }};
+}
+
 /// `out = (x[i+1] − x[i]) / h` along `axis`, with `x[n] = 0`.
 fn forward_diff<T: Scalar>(x: ArrayViewD<T>, axis: usize, inv_h: T, mut out: ArrayViewMutD<T>) {
     let ax = Axis(axis);
     let n = x.len_of(ax);
     let (lo, last) = out.view_mut().split_at(ax, n - 1);
-    Zip::from(lo)
-        .and(x.slice_axis(ax, Slice::from(1..)))
-        .and(x.slice_axis(ax, Slice::from(..n - 1)))
-        .par_for_each(|o, &a, &b| *o = (a - b) * inv_h);
-    Zip::from(last)
-        .and(x.slice_axis(ax, Slice::from(n - 1..)))
-        .par_for_each(|o, &b| *o = -b * inv_h);
+    zip_for_each!(
+        Zip::from(lo)
+            .and(x.slice_axis(ax, Slice::from(1..)))
+            .and(x.slice_axis(ax, Slice::from(..n - 1))),
+        |o, &a, &b| *o = (a - b) * inv_h
+    );
+    zip_for_each!(
+        Zip::from(last).and(x.slice_axis(ax, Slice::from(n - 1..))),
+        |o, &b| *o = -b * inv_h
+    );
 }
 
 /// `out += (g[i] − g[i−1]) / h` along `axis`, with `g[−1] = 0`.
@@ -49,13 +68,16 @@ fn backward_diff_add<T: Scalar>(
     let ax = Axis(axis);
     let n = g.len_of(ax);
     let (first, rest) = out.view_mut().split_at(ax, 1);
-    Zip::from(first)
-        .and(g.slice_axis(ax, Slice::from(..1)))
-        .par_for_each(|o, &a| *o += a * inv_h);
-    Zip::from(rest)
-        .and(g.slice_axis(ax, Slice::from(1..)))
-        .and(g.slice_axis(ax, Slice::from(..n - 1)))
-        .par_for_each(|o, &a, &b| *o += (a - b) * inv_h);
+    zip_for_each!(
+        Zip::from(first).and(g.slice_axis(ax, Slice::from(..1))),
+        |o, &a| *o += a * inv_h
+    );
+    zip_for_each!(
+        Zip::from(rest)
+            .and(g.slice_axis(ax, Slice::from(1..)))
+            .and(g.slice_axis(ax, Slice::from(..n - 1))),
+        |o, &a, &b| *o += (a - b) * inv_h
+    );
 }
 
 /// The spatial gradient `X → X^d`, forward differences with zero padding:
@@ -226,17 +248,21 @@ impl<T: Scalar> Operator<T> for Laplacian<T> {
         let xa = x.as_array()?;
         let mut o = out.as_array_mut()?;
         let c = T::of(centre);
-        Zip::from(&mut o).and(&xa).par_for_each(|o, &x| *o = c * x);
+        zip_for_each!(Zip::from(&mut o).and(&xa), |o, &x| *o = c * x);
         for (k, hk) in h.iter().enumerate() {
             let ax = Axis(k);
             let n = xa.len_of(ax);
             let w = T::of(1.0 / (hk * hk));
-            Zip::from(o.slice_axis_mut(ax, Slice::from(..n - 1)))
-                .and(xa.slice_axis(ax, Slice::from(1..)))
-                .par_for_each(|o, &a| *o += w * a);
-            Zip::from(o.slice_axis_mut(ax, Slice::from(1..)))
-                .and(xa.slice_axis(ax, Slice::from(..n - 1)))
-                .par_for_each(|o, &a| *o += w * a);
+            zip_for_each!(
+                Zip::from(o.slice_axis_mut(ax, Slice::from(..n - 1)))
+                    .and(xa.slice_axis(ax, Slice::from(1..))),
+                |o, &a| *o += w * a
+            );
+            zip_for_each!(
+                Zip::from(o.slice_axis_mut(ax, Slice::from(1..)))
+                    .and(xa.slice_axis(ax, Slice::from(..n - 1))),
+                |o, &a| *o += w * a
+            );
         }
         Ok(())
     }

@@ -1,0 +1,271 @@
+//! Helpers shared by the integration tests: tolerances, comparisons, and catalogues of linear
+//! operators built on random spaces.
+#![allow(dead_code)]
+
+use std::sync::Arc;
+
+use rand::SeedableRng;
+use rodl::{
+    diagonal_operator, BlockOperator, BroadcastOperator, ComponentEmbedding, ComponentProjection,
+    Divergence, Element, Gradient, IdentityOperator, Laplacian, LinOp, LinearOperatorExt,
+    MultiplyOperator, ReductionOperator, Scalar, ScalingOperator, Space, ZeroOperator,
+};
+
+/// Adjointness tolerance of the issue: 1e-12 relative in f64, 1e-5 in f32.
+pub fn adjoint_tol<T: Scalar>() -> f64 {
+    if T::EPS < 1e-10 {
+        1e-12
+    } else {
+        1e-5
+    }
+}
+
+/// Tolerance for comparing two computations of the same value that round differently: a small
+/// multiple of the scalar type's rounding unit.
+pub fn rounding_tol<T: Scalar>() -> f64 {
+    64.0 * T::EPS
+}
+
+/// A seeded random number generator.
+pub fn rng(seed: u64) -> rand::rngs::StdRng {
+    rand::rngs::StdRng::seed_from_u64(seed)
+}
+
+/// `‖a − b‖ / max(‖a‖, ‖b‖)` (0 when both are 0).
+pub fn rel_dist<T: Scalar>(space: &Space<T>, a: &Element<T>, b: &Element<T>) -> f64 {
+    let d = space.dist(a, b).unwrap();
+    let n = space.norm(a).unwrap().max(space.norm(b).unwrap());
+    if n == 0.0 {
+        d
+    } else {
+        d / n
+    }
+}
+
+/// Asserts `|a − b| <= tol · max(1, |a|, |b|)` entrywise, with a message naming the entry.
+pub fn assert_close(got: &[f64], want: &[f64], tol: f64) {
+    assert_eq!(got.len(), want.len(), "lengths differ: {got:?} vs {want:?}");
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        let scale = 1f64.max(g.abs()).max(w.abs());
+        assert!(
+            (g - w).abs() <= tol * scale,
+            "entry {i}: got {g}, want {w} (tol {tol}); got {got:?}, want {want:?}"
+        );
+    }
+}
+
+/// The entries of a host tensor element as f64.
+pub fn values<T: Scalar>(x: &Element<T>) -> Vec<f64> {
+    x.as_slice().unwrap().iter().map(|v| v.f64()).collect()
+}
+
+/// Every default (non-product) linear operator on the tensor space `x`, plus the zero operator
+/// into another space `y`. `w` is the factor of the multiplication operator, `c` a scalar.
+pub fn default_ops<T: Scalar>(
+    x: &Space<T>,
+    y: &Space<T>,
+    w: Element<T>,
+    c: T,
+) -> Vec<(String, LinOp<T>)> {
+    vec![
+        (
+            "identity".into(),
+            Arc::new(IdentityOperator::new(x.clone())) as LinOp<T>,
+        ),
+        (
+            "zero X→Y".into(),
+            Arc::new(ZeroOperator::new(x.clone(), y.clone())),
+        ),
+        (
+            "scaling".into(),
+            Arc::new(ScalingOperator::new(x.clone(), c)),
+        ),
+        (
+            "multiply".into(),
+            Arc::new(MultiplyOperator::new(x.clone(), w).unwrap()),
+        ),
+        (
+            "gradient".into(),
+            Arc::new(Gradient::new(x.clone()).unwrap()),
+        ),
+        (
+            "divergence".into(),
+            Arc::new(Divergence::new(x.clone()).unwrap()),
+        ),
+        (
+            "laplacian".into(),
+            Arc::new(Laplacian::new(x.clone()).unwrap()),
+        ),
+    ]
+}
+
+/// Every product-space operator, built from default operators on the tensor spaces `x` and `y`.
+pub fn product_ops<T: Scalar>(
+    x: &Space<T>,
+    y: &Space<T>,
+    w: Element<T>,
+    c: T,
+) -> Vec<(String, LinOp<T>)> {
+    let grad: LinOp<T> = Arc::new(Gradient::new(x.clone()).unwrap());
+    let div: LinOp<T> = Arc::new(Divergence::new(x.clone()).unwrap());
+    let lap: LinOp<T> = Arc::new(Laplacian::new(x.clone()).unwrap());
+    let mul: LinOp<T> = Arc::new(MultiplyOperator::new(x.clone(), w).unwrap());
+    let sy: LinOp<T> = Arc::new(ScalingOperator::new(y.clone(), c));
+    let zxy: LinOp<T> = Arc::new(ZeroOperator::new(x.clone(), y.clone()));
+    let zyx: LinOp<T> = Arc::new(ZeroOperator::new(y.clone(), x.clone()));
+    let xy = Space::product(vec![x.clone(), y.clone()]).unwrap();
+    let x2 = x.power(2).unwrap();
+
+    let block: LinOp<T> = Arc::new(
+        BlockOperator::new(vec![
+            vec![Some(lap.clone()), Some(zyx.clone())],
+            vec![Some(zxy.clone()), Some(sy.clone())],
+        ])
+        .unwrap(),
+    );
+    // A sparse block matrix with an empty block and a composite block, range X^d × Y.
+    let sparse: LinOp<T> = Arc::new(
+        BlockOperator::with_spaces(
+            vec![
+                vec![Some(grad.compose(&mul).unwrap()), None],
+                vec![None, Some(sy.clone())],
+            ],
+            xy.clone(),
+            Space::product(vec![grad.range().clone(), y.clone()]).unwrap(),
+        )
+        .unwrap(),
+    );
+    // A block row with one empty row (the zero row), given explicit spaces.
+    let with_zero_row: LinOp<T> = Arc::new(
+        BlockOperator::with_spaces(
+            vec![vec![Some(mul.clone())], vec![None]],
+            Space::product(vec![x.clone()]).unwrap(),
+            xy.clone(),
+        )
+        .unwrap(),
+    );
+    let broadcast: LinOp<T> =
+        Arc::new(BroadcastOperator::new(vec![mul.clone(), grad.clone(), zxy.clone()]).unwrap());
+    let reduction: LinOp<T> =
+        Arc::new(ReductionOperator::new(vec![lap.clone(), div.clone(), zyx.clone()]).unwrap());
+    let nested: LinOp<T> = diagonal_operator(vec![block.clone(), grad.clone()]).unwrap();
+
+    vec![
+        (
+            "projection 0".into(),
+            Arc::new(ComponentProjection::new(xy.clone(), 0).unwrap()) as LinOp<T>,
+        ),
+        (
+            "projection 1".into(),
+            Arc::new(ComponentProjection::new(xy.clone(), 1).unwrap()),
+        ),
+        (
+            "embedding 0".into(),
+            Arc::new(ComponentEmbedding::new(xy.clone(), 0).unwrap()),
+        ),
+        (
+            "embedding 1".into(),
+            Arc::new(ComponentEmbedding::new(x2.clone(), 1).unwrap()),
+        ),
+        ("block 2×2".into(), block),
+        ("sparse block".into(), sparse),
+        ("block with zero row".into(), with_zero_row),
+        (
+            "diagonal".into(),
+            diagonal_operator(vec![grad.clone(), sy.clone(), mul.clone()]).unwrap(),
+        ),
+        ("broadcast".into(), broadcast),
+        ("reduction".into(), reduction),
+        ("nested block".into(), nested),
+    ]
+}
+
+/// Compositions, sums, differences and scalar multiples of default operators on `x`.
+///
+/// A sum `A + B` is computed as `Ax + Bx`, so its rounding error is relative to ‖A‖ + ‖B‖; the
+/// sums here avoid cancellation (‖A + B‖ ≪ ‖A‖ + ‖B‖) so that relative tolerances near rounding
+/// apply.
+pub fn algebra_ops<T: Scalar>(
+    x: &Space<T>,
+    y: &Space<T>,
+    w: Element<T>,
+    c: T,
+) -> Vec<(String, LinOp<T>)> {
+    let grad: LinOp<T> = Arc::new(Gradient::new(x.clone()).unwrap());
+    let div: LinOp<T> = Arc::new(Divergence::new(x.clone()).unwrap());
+    let lap: LinOp<T> = Arc::new(Laplacian::new(x.clone()).unwrap());
+    let mul: LinOp<T> = Arc::new(MultiplyOperator::new(x.clone(), w).unwrap());
+    let id: LinOp<T> = Arc::new(IdentityOperator::new(x.clone()));
+    let zxy: LinOp<T> = Arc::new(ZeroOperator::new(x.clone(), y.clone()));
+    let zyx: LinOp<T> = Arc::new(ZeroOperator::new(y.clone(), x.clone()));
+    vec![
+        ("div ∘ grad".into(), div.compose(&grad).unwrap()),
+        ("grad ∘ mul".into(), grad.compose(&mul).unwrap()),
+        (
+            "mul ∘ div ∘ grad ∘ mul".into(),
+            mul.compose(&div)
+                .unwrap()
+                .compose(&grad)
+                .unwrap()
+                .compose(&mul)
+                .unwrap(),
+        ),
+        ("zero ∘ zero".into(), zyx.compose(&zxy).unwrap()),
+        // sums whose parts cannot cancel: rounding stays relative to the norm of the sum
+        (
+            "lap − mul ∘ mul".into(),
+            lap.minus(&mul.compose(&mul).unwrap()).unwrap(),
+        ),
+        (
+            "lap − div ∘ grad".into(),
+            lap.minus(&div.compose(&grad).unwrap()).unwrap(),
+        ),
+        ("mul − mul".into(), mul.minus(&mul).unwrap()),
+        ("c · grad".into(), grad.scaled(c)),
+        ("−lap".into(), lap.neg()),
+        (
+            "c · (mul ∘ mul + id)".into(),
+            mul.compose(&mul).unwrap().plus(&id).unwrap().scaled(c),
+        ),
+        ("grad*".into(), grad.adjoint().unwrap()),
+        (
+            "(grad ∘ mul)*".into(),
+            grad.compose(&mul).unwrap().adjoint().unwrap(),
+        ),
+        (
+            "grad** ∘ lap".into(),
+            grad.adjoint()
+                .unwrap()
+                .adjoint()
+                .unwrap()
+                .compose(&lap)
+                .unwrap(),
+        ),
+    ]
+}
+
+/// Runs [`rodl::check_adjoint`] on every operator and panics with the name of the worst one
+/// when it exceeds `tol`.
+pub fn assert_adjoints<T: Scalar>(ops: &[(String, LinOp<T>)], seed: u64, tol: f64) {
+    for (name, op) in ops {
+        let r = rodl::check_adjoint(op.as_ref(), 2, seed)
+            .unwrap_or_else(|e| panic!("{name}: check_adjoint failed: {e}"));
+        assert!(
+            r.max_rel_error <= tol,
+            "{name} on {} → {}: adjoint error {:e} > {tol:e} (‖A‖ ≈ {})",
+            op.domain(),
+            op.range(),
+            r.max_rel_error,
+            r.opnorm
+        );
+    }
+}
+
+/// Runs [`rodl::check_linearity`] on every operator.
+pub fn assert_linear<T: Scalar>(ops: &[(String, LinOp<T>)], seed: u64, tol: f64) {
+    for (name, op) in ops {
+        assert!(op.is_linear(), "{name} says it is not linear");
+        let e = rodl::check_linearity(op.as_ref(), 2, seed).unwrap();
+        assert!(e <= tol, "{name}: linearity error {e:e} > {tol:e}");
+    }
+}
