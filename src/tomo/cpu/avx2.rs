@@ -108,6 +108,10 @@ unsafe fn forward_2d(p: &Plane, plane: &[f32], m: usize, r: &Rays, acc: &mut [f3
     let mut k = 0;
     while k + 8 <= n {
         let inr = range_mask(r.m0.as_ptr().add(k), r.m1.as_ptr().add(k), m as i32);
+        if _mm256_testz_si256(inr, inr) == 1 {
+            k += 8;
+            continue;
+        }
         let (i, ok0, ok1, w0, w1) = axis(
             _mm256_loadu_ps(r.fb0.as_ptr().add(k)),
             _mm256_loadu_ps(r.sb.as_ptr().add(k)),
@@ -139,6 +143,10 @@ unsafe fn forward_3d(p: &Plane, plane: &[f32], m: usize, r: &Rays, acc: &mut [f3
     let mut k = 0;
     while k + 8 <= n {
         let inr = range_mask(r.m0.as_ptr().add(k), r.m1.as_ptr().add(k), m as i32);
+        if _mm256_testz_si256(inr, inr) == 1 {
+            k += 8;
+            continue;
+        }
         let (ib, okb0, okb1, wb0, wb1) = axis(
             _mm256_loadu_ps(r.fb0.as_ptr().add(k)),
             _mm256_loadu_ps(r.sb.as_ptr().add(k)),
