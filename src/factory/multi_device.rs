@@ -7,7 +7,7 @@ use super::workers::run_each;
 use super::RayTransformFactory;
 use crate::operator::{NormCache, Scratch};
 use crate::tomo::{CpuOptions, Geometry};
-use crate::{Device, Element, Error, LinOp, LinearOperator, Operator, Result, Scalar, Space};
+use crate::{Device, Element, Error, LinOp, Result, Scalar, Space};
 
 /// A ray transform whose views are split across several devices: one large problem on several
 /// GPUs (or, for testing, several CPU entries).
@@ -310,56 +310,4 @@ impl<T: Scalar> Inner<T> {
     }
 }
 
-impl<T: Scalar> Operator<T> for MultiDeviceRayTransform<T> {
-    fn domain(&self) -> &Space<T> {
-        &self.inner.domain
-    }
-    fn range(&self) -> &Space<T> {
-        &self.inner.range
-    }
-    fn evaluate(&self, x: &Element<T>, out: &mut Element<T>) -> Result<()> {
-        self.inner.forward(x, out)
-    }
-    fn is_linear(&self) -> bool {
-        true
-    }
-}
-
-impl<T: Scalar> LinearOperator<T> for MultiDeviceRayTransform<T> {
-    fn adjoint(&self) -> Result<LinOp<T>> {
-        Ok(Arc::new(MultiDeviceBackProjection {
-            inner: self.inner.clone(),
-        }))
-    }
-    fn norm_cache(&self) -> Option<&NormCache> {
-        Some(&self.inner.norm)
-    }
-}
-
-// The back-projection maps the data space (the transform's range) to the volume.
-#[allow(clippy::misnamed_getters)]
-impl<T: Scalar> Operator<T> for MultiDeviceBackProjection<T> {
-    fn domain(&self) -> &Space<T> {
-        &self.inner.range
-    }
-    fn range(&self) -> &Space<T> {
-        &self.inner.domain
-    }
-    fn evaluate(&self, y: &Element<T>, out: &mut Element<T>) -> Result<()> {
-        self.inner.backward(y, out)
-    }
-    fn is_linear(&self) -> bool {
-        true
-    }
-}
-
-impl<T: Scalar> LinearOperator<T> for MultiDeviceBackProjection<T> {
-    fn adjoint(&self) -> Result<LinOp<T>> {
-        Ok(Arc::new(MultiDeviceRayTransform {
-            inner: self.inner.clone(),
-        }))
-    }
-    fn norm_cache(&self) -> Option<&NormCache> {
-        Some(&self.inner.norm)
-    }
-}
+crate::operator::forward_backward_pair!(MultiDeviceRayTransform, MultiDeviceBackProjection);

@@ -9,6 +9,7 @@
 mod algebra;
 pub mod default;
 mod opnorm;
+mod pair;
 mod product;
 mod scratch;
 
@@ -16,6 +17,7 @@ use std::sync::{Arc, OnceLock};
 
 pub use algebra::{Composition, LinearOperatorExt, OperatorExt, OperatorSum, ScalarMultiple};
 pub use opnorm::power_method_opnorm;
+pub(crate) use pair::forward_backward_pair;
 pub use product::{
     diagonal_operator, BlockOperator, BroadcastOperator, ComponentEmbedding, ComponentProjection,
     ReductionOperator,

@@ -6,7 +6,7 @@ use super::backend::Backend;
 use super::cpu::joseph;
 use super::cpu::ray::Grid;
 use super::geometry::Geometry;
-use crate::operator::{LinOp, LinearOperator, NormCache, Operator};
+use crate::operator::NormCache;
 use crate::{Device, Element, Error, Result, Scalar, Space};
 
 struct Inner<T: Scalar> {
@@ -233,56 +233,4 @@ fn gpu_apply<T: Scalar>(
     }
 }
 
-impl<T: Scalar> Operator<T> for RayTransform<T> {
-    fn domain(&self) -> &Space<T> {
-        &self.inner.domain
-    }
-    fn range(&self) -> &Space<T> {
-        &self.inner.range
-    }
-    fn evaluate(&self, x: &Element<T>, out: &mut Element<T>) -> Result<()> {
-        self.inner.forward(x, out)
-    }
-    fn is_linear(&self) -> bool {
-        true
-    }
-}
-
-impl<T: Scalar> LinearOperator<T> for RayTransform<T> {
-    fn adjoint(&self) -> Result<LinOp<T>> {
-        Ok(Arc::new(RayBackProjection {
-            inner: self.inner.clone(),
-        }))
-    }
-    fn norm_cache(&self) -> Option<&NormCache> {
-        Some(&self.inner.norm)
-    }
-}
-
-// The back-projection maps the data space (the transform's range) to the volume.
-#[allow(clippy::misnamed_getters)]
-impl<T: Scalar> Operator<T> for RayBackProjection<T> {
-    fn domain(&self) -> &Space<T> {
-        &self.inner.range
-    }
-    fn range(&self) -> &Space<T> {
-        &self.inner.domain
-    }
-    fn evaluate(&self, y: &Element<T>, out: &mut Element<T>) -> Result<()> {
-        self.inner.backward(y, out)
-    }
-    fn is_linear(&self) -> bool {
-        true
-    }
-}
-
-impl<T: Scalar> LinearOperator<T> for RayBackProjection<T> {
-    fn adjoint(&self) -> Result<LinOp<T>> {
-        Ok(Arc::new(RayTransform {
-            inner: self.inner.clone(),
-        }))
-    }
-    fn norm_cache(&self) -> Option<&NormCache> {
-        Some(&self.inner.norm)
-    }
-}
+crate::operator::forward_backward_pair!(RayTransform, RayBackProjection);
