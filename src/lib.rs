@@ -29,6 +29,7 @@ pub mod factory;
 pub mod operator;
 mod scalar;
 mod space;
+pub mod solvers;
 pub mod tomo;
 
 pub use device::Device;

@@ -1,0 +1,2 @@
+//! Iterative solvers. Each updates `x` in place and calls a [`Callback`](super::Callback) after
+//! every iteration.
