@@ -1,0 +1,135 @@
+//! Callbacks called by the iterative solvers after every iteration.
+//!
+//! A callback sees the current iterate and an [`IterationInfo`] and answers [`Control`]: go on or
+//! stop. Closures `FnMut(&Element<T>, &IterationInfo) -> Result<Control>` are callbacks, `()`
+//! is the one that does nothing, and callbacks compose with [`Callback::and`] or a
+//! [`CallbackList`]. Ready-made ones: [`PrintIteration`], [`StoreIterates`],
+//! [`ResidualHistory`], [`ProgressBar`] and [`StopAtTolerance`].
+//!
+//! ```
+//! use rodl::solvers::callback::{Callback, Control, IterationInfo, ResidualHistory, StopAtTolerance};
+//! use rodl::{rn, Element};
+//! let s = rn::<f64>(&[2])?;
+//! let x = s.one()?;
+//! let mut history = ResidualHistory::new();
+//! let mut cb = history.by_ref().and(StopAtTolerance::residual(1e-3)?);
+//! for (k, r) in [1.0, 1e-2, 1e-4].into_iter().enumerate() {
+//!     let info = IterationInfo { iteration: k + 1, residual: Some(r), ..Default::default() };
+//!     if cb.call(&x, &info)? == Control::Stop {
+//!         break;
+//!     }
+//! }
+//! assert_eq!(history.residuals(), vec![1.0, 1e-2, 1e-4]);
+//! # Ok::<(), rodl::Error>(())
+//! ```
+
+mod compose;
+mod history;
+mod print;
+mod progress;
+mod store;
+mod tolerance;
+
+pub use compose::{And, ByRef, CallbackList};
+pub use history::ResidualHistory;
+pub use print::PrintIteration;
+pub use progress::ProgressBar;
+pub use store::StoreIterates;
+pub use tolerance::StopAtTolerance;
+
+use crate::{Element, Result, Scalar};
+
+/// What a solver reports to its callback after an iteration.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct IterationInfo {
+    /// Number of iterations done so far (1 after the first iteration).
+    pub iteration: usize,
+    /// Objective value at the current iterate, when the solver knows it cheaply.
+    pub objective: Option<f64>,
+    /// Norm of the solver's residual at the current iterate (e.g. ‖b − A x‖ for CGLS), when the
+    /// solver has it; each solver documents what it reports.
+    pub residual: Option<f64>,
+}
+
+/// A callback's answer: go on iterating or stop early.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Control {
+    /// Keep iterating.
+    Continue,
+    /// Stop after this iteration (the iterate stays as it is).
+    Stop,
+}
+
+impl Control {
+    /// `Stop` when either answer is `Stop`.
+    pub fn or_stop(self, other: Control) -> Control {
+        if self == Control::Stop || other == Control::Stop {
+            Control::Stop
+        } else {
+            Control::Continue
+        }
+    }
+}
+
+/// Called by every solver after each iteration with the current iterate.
+///
+/// `()` is the callback that does nothing; closures
+/// `FnMut(&Element<T>, &IterationInfo) -> Result<Control>` are callbacks (annotate the
+/// argument types when passing a closure as `&mut dyn Callback<T>`):
+///
+/// ```
+/// use rodl::solvers::callback::{Callback, Control, IterationInfo};
+/// use rodl::{rn, Element, Result};
+/// let mut seen = Vec::new();
+/// let mut cb = |_x: &Element<f64>, info: &IterationInfo| -> Result<Control> {
+///     seen.push(info.iteration);
+///     Ok(if info.iteration >= 2 { Control::Stop } else { Control::Continue })
+/// };
+/// let x = rn::<f64>(&[1])?.zero()?;
+/// let dyn_cb: &mut dyn Callback<f64> = &mut cb;
+/// for k in 1..=5 {
+///     let info = IterationInfo { iteration: k, ..Default::default() };
+///     if dyn_cb.call(&x, &info)? == Control::Stop {
+///         break;
+///     }
+/// }
+/// assert_eq!(seen, [1, 2]);
+/// # Ok::<(), rodl::Error>(())
+/// ```
+pub trait Callback<T: Scalar> {
+    /// Observes iterate `x` after iteration `info.iteration`.
+    fn call(&mut self, x: &Element<T>, info: &IterationInfo) -> Result<Control>;
+
+    /// This callback followed by `other`: both are called every time (also when the first
+    /// answers `Stop`), and the solver stops when either says so.
+    fn and<C: Callback<T>>(self, other: C) -> And<Self, C, T>
+    where
+        Self: Sized,
+    {
+        And::new(self, other)
+    }
+
+    /// A callback that forwards to this one through a borrow, so that it can be composed and
+    /// still be read after the solver returns.
+    fn by_ref(&mut self) -> ByRef<'_, T>
+    where
+        Self: Sized,
+    {
+        ByRef::new(self)
+    }
+}
+
+impl<T: Scalar> Callback<T> for () {
+    fn call(&mut self, _x: &Element<T>, _info: &IterationInfo) -> Result<Control> {
+        Ok(Control::Continue)
+    }
+}
+
+impl<T: Scalar, F> Callback<T> for F
+where
+    F: FnMut(&Element<T>, &IterationInfo) -> Result<Control>,
+{
+    fn call(&mut self, x: &Element<T>, info: &IterationInfo) -> Result<Control> {
+        self(x, info)
+    }
+}
