@@ -1,8 +1,8 @@
-//! Phantoms with closed-form projections, for tests, examples and demos.
+//! Isotropic Gaussian blobs: smooth phantoms with closed-form line integrals.
 
 use ndarray::{ArrayD, IxDyn};
 
-use super::geometry::Geometry;
+use crate::tomo::geometry::Geometry;
 use crate::{Element, Error, Result, Scalar, Space};
 
 /// An isotropic Gaussian `amplitude · exp(−|x − center|² / (2 σ²))`.
