@@ -46,4 +46,6 @@ pub use operator::{
     Operator, OperatorExt, OperatorSum, ReductionOperator, ScalarMultiple,
 };
 pub use scalar::Scalar;
-pub use space::{rn, uniform_discr, weighted_rn, Space, UniformPartition};
+pub use space::{
+    rn, uniform_discr, weighted_rn, Pointwise, Pointwise2, Space, UniformPartition,
+};

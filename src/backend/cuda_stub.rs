@@ -53,6 +53,15 @@ impl<T: Scalar> DeviceTensor<T> {
     pub(crate) fn unary(&mut self, _op: super::Unary<T>, _x: &Self) -> Result<()> {
         match self.0 {}
     }
+    pub(crate) fn map(&mut self, _op: super::MapOp, _a: T, _b: T, _x: &Self) -> Result<()> {
+        match self.0 {}
+    }
+    pub(crate) fn map_inplace(&mut self, _op: super::MapOp, _a: T, _b: T) -> Result<()> {
+        match self.0 {}
+    }
+    pub(crate) fn map2(&mut self, _op: super::Map2Op, _x: &Self, _y: &Self) -> Result<()> {
+        match self.0 {}
+    }
     pub(crate) fn fill(&mut self, _v: T) -> Result<()> {
         match self.0 {}
     }

@@ -30,6 +30,57 @@ pub(crate) enum Unary<T> {
     Abs,
 }
 
+/// Elementwise maps `out = f(x)` with up to two scalar parameters `a`, `b` (the public
+/// [`Pointwise`](crate::Pointwise) operations). The discriminant is the opcode of
+/// `kernels/pointwise.cu`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(i32)]
+pub(crate) enum MapOp {
+    /// `x + a`
+    AddScalar = 0,
+    /// `max(x, a)`
+    MaxScalar = 1,
+    /// `min(x, a)`
+    MinScalar = 2,
+    /// `min(max(x, a), b)`
+    Clamp = 3,
+    /// `√x`
+    Sqrt = 4,
+    /// `eˣ`
+    Exp = 5,
+    /// `ln x`
+    Log = 6,
+    /// `-1, 0, 1` (NaN stays NaN)
+    Sign = 7,
+    /// `x²`
+    Square = 8,
+    /// `1 / x`
+    Recip = 9,
+    /// `sign(x) max(|x| − a, 0)`
+    SoftThreshold = 10,
+    /// `xᵃ`
+    Pow = 11,
+    /// Huber function of `|x|` with parameter `a`
+    Huber = 12,
+}
+
+/// Elementwise maps `out = f(x, y)` of two tensors (the public [`Pointwise2`](crate::Pointwise2)
+/// operations). The discriminant is the opcode of `kernels/pointwise.cu`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(i32)]
+pub(crate) enum Map2Op {
+    /// `max(x, y)`
+    Max = 0,
+    /// `min(x, y)`
+    Min = 1,
+    /// `x / y` where `y ≠ 0`, else 0
+    DivOrZero = 2,
+    /// `x ln y`, 0 where `x = 0`
+    XLogY = 3,
+    /// `x ln(x/y) − x + y` (scipy's `kl_div`)
+    KlDiv = 4,
+}
+
 /// Reductions over one or two tensors, accumulated in f64 (unweighted).
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Reduction {

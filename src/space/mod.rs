@@ -5,6 +5,7 @@
 //! that the elements belong to it and dispatches to the backend of its device.
 
 mod partition;
+mod pointwise;
 mod vector_ops;
 
 use std::fmt;
@@ -16,6 +17,7 @@ use rand::Rng;
 use rand_distr::StandardNormal;
 
 pub use partition::UniformPartition;
+pub use pointwise::{Pointwise, Pointwise2};
 
 use crate::backend::cuda::DeviceTensor;
 use crate::element::ElementKind;

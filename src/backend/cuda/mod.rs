@@ -41,6 +41,7 @@
 
 mod context;
 mod ops;
+mod pointwise;
 mod tensor;
 
 #[allow(unused_imports)]
