@@ -59,7 +59,10 @@ __device__ bool setup_ray(const RayParams& p, const double* __restrict__ views, 
         const double s = fabs(d[k] / p.h[k]);
         if (s > best) { best = s; a = k; }
     }
-    if (best <= 0.0) return false;
+    if (best <= 0.0) {
+        r.a = -1;
+        return false;
+    }
     const int b = (a == 0) ? 1 : 0;
     const int c = (a == 2) ? 1 : 2;
     const double len = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
@@ -77,9 +80,11 @@ __device__ bool setup_ray(const RayParams& p, const double* __restrict__ views, 
     double lo = 0.0, hi = (double)n_a;
     plane_range(fb0, sb, p.shape[b], n_a, &lo, &hi);
     if (c < p.ndim) plane_range(fc0, sc, p.shape[c], n_a, &lo, &hi);
-    if (!(lo < hi)) return false;
+    // Every field is set even for a ray that misses the volume: the gather back-projection reads
+    // the per-detector-column fields (a, fb0, sb) of any ray of the column.
     r.a = a; r.b = b; r.c = c;
     r.fb0 = (float)fb0; r.sb = (float)sb; r.fc0 = (float)fc0; r.sc = (float)sc; r.w = (float)w;
+    if (!(lo < hi)) return false;
     r.m0 = (int)lo; r.m1 = (int)hi;
     return true;
 }
@@ -171,4 +176,190 @@ extern "C" __global__ void joseph_backward_atomic_f32(const float* __restrict__ 
             taps(p, r, m, [&](i64 i, float wt) { atomicAdd(vol + i, __fmul_rn(c, wt)); });
         }
     }
+}
+
+// ------------------------------------------------------------------ forward, 32-bit indexing
+// The same march as joseph_forward_f32 with the dimension fixed at compile time and 32-bit voxel
+// indices (used when the volume has fewer than 2^31 voxels). Same taps, same weights, same order
+// of the additions: the result is bit-identical to joseph_forward_f32.
+template <int NDIM>
+__device__ __forceinline__ void forward_i32(const float* __restrict__ vol, float* __restrict__ sino,
+                                            const double* __restrict__ views, const RayParams& p, int count) {
+    const unsigned per_view = (unsigned)p.nu * (unsigned)p.nv;
+    const u64 total = (u64)per_view * (u64)count;
+    const int sh[3] = {(int)p.shape[0], (int)p.shape[1], (int)p.shape[2]};
+    const int st[3] = {sh[1] * sh[2], sh[2], 1};
+    for (u64 g = blockIdx.x * (u64)blockDim.x + threadIdx.x; g < total; g += (u64)gridDim.x * blockDim.x) {
+        const unsigned vloc = (unsigned)(g / per_view);
+        const unsigned rem = (unsigned)(g - (u64)vloc * per_view);
+        const int view = p.first_view + (int)vloc;
+        const int iu = (int)(rem / (unsigned)p.nv), iv = (int)(rem % (unsigned)p.nv);
+        Ray r;
+        float acc = 0.0f;
+        if (setup_ray(p, views, view, iu, iv, r)) {
+            const int nb = sh[r.b], sa = st[r.a], sb = st[r.b];
+            const int nc = NDIM == 3 ? sh[r.c] : 1, sc = NDIM == 3 ? st[r.c] : 0;
+            for (int m = r.m0; m < r.m1; ++m) {
+                const float mf = (float)m;
+                int ib; float tb;
+                {
+                    const float f = __fadd_rn(r.fb0, __fmul_rn(mf, r.sb));
+                    ib = __float2int_rz(__fadd_rn(f, 4.0f)) - 4;
+                    tb = __fsub_rn(f, (float)ib);
+                }
+                const float wb0 = __fsub_rn(1.0f, tb), wb1 = tb;
+                const int base = m * sa + ib * sb;
+                const bool b0 = ib >= 0 && ib < nb, b1 = ib + 1 >= 0 && ib + 1 < nb;
+                if (NDIM == 2) {
+                    if (b0) acc = __fadd_rn(acc, __fmul_rn(wb0, __ldg(vol + base)));
+                    if (b1) acc = __fadd_rn(acc, __fmul_rn(wb1, __ldg(vol + base + sb)));
+                } else {
+                    int ic; float tc;
+                    {
+                        const float f = __fadd_rn(r.fc0, __fmul_rn(mf, r.sc));
+                        ic = __float2int_rz(__fadd_rn(f, 4.0f)) - 4;
+                        tc = __fsub_rn(f, (float)ic);
+                    }
+                    const float wc0 = __fsub_rn(1.0f, tc), wc1 = tc;
+                    const bool c0 = ic >= 0 && ic < nc, c1 = ic + 1 >= 0 && ic + 1 < nc;
+                    const int i00 = base + ic * sc;
+                    if (b0 && c0) acc = __fadd_rn(acc, __fmul_rn(__fmul_rn(wb0, wc0), __ldg(vol + i00)));
+                    if (b0 && c1) acc = __fadd_rn(acc, __fmul_rn(__fmul_rn(wb0, wc1), __ldg(vol + i00 + sc)));
+                    if (b1 && c0) acc = __fadd_rn(acc, __fmul_rn(__fmul_rn(wb1, wc0), __ldg(vol + i00 + sb)));
+                    if (b1 && c1) acc = __fadd_rn(acc, __fmul_rn(__fmul_rn(wb1, wc1), __ldg(vol + i00 + sb + sc)));
+                }
+            }
+            acc = __fmul_rn(acc, r.w);
+        }
+        sino[(u64)view * per_view + rem] = acc;
+    }
+}
+
+extern "C" __global__ void joseph_forward2_i32_f32(const float* __restrict__ vol, float* __restrict__ sino,
+                                                   const double* __restrict__ views, RayParams p, int count) {
+    forward_i32<2>(vol, sino, views, p, count);
+}
+
+extern "C" __global__ void joseph_forward3_i32_f32(const float* __restrict__ vol, float* __restrict__ sino,
+                                                   const double* __restrict__ views, RayParams p, int count) {
+    forward_i32<3>(vol, sino, views, p, count);
+}
+
+// 2D forward with SEG threads per ray (adjacent lanes), each marching a contiguous share of the
+// ray's planes; the partial sums are combined with shuffles. Same taps and weights as the other
+// forwards; the order of the additions differs.
+template <int SEG>
+__device__ __forceinline__ void forward2_seg(const float* __restrict__ vol, float* __restrict__ sino,
+                                             const double* __restrict__ views, const RayParams& p, int count) {
+    const unsigned per_view = (unsigned)p.nu;
+    const u64 total = (u64)per_view * (u64)count * SEG;
+    const int sh[2] = {(int)p.shape[0], (int)p.shape[1]};
+    const int st[2] = {sh[1], 1};
+    // The grid-stride loop keeps whole warps together (the shuffles need every lane); blockDim is a
+    // multiple of 32 and total a multiple of SEG, so the SEG lanes of a ray are all live or all not.
+    for (u64 g = blockIdx.x * (u64)blockDim.x + threadIdx.x; g - threadIdx.x % 32 < total; g += (u64)gridDim.x * blockDim.x) {
+        const bool live = g < total;
+        const u64 ray = g / SEG;
+        const int seg = (int)(g % SEG);
+        float acc = 0.0f, w = 0.0f;
+        const unsigned vloc = (unsigned)(ray / per_view);
+        const unsigned iu = (unsigned)(ray - (u64)vloc * per_view);
+        const int view = p.first_view + (int)vloc;
+        Ray r;
+        if (live && setup_ray(p, views, view, (int)iu, 0, r)) {
+            w = r.w;
+            const int nb = sh[r.b], sa = st[r.a], sb = st[r.b];
+            const int len = r.m1 - r.m0;
+            const int mlo = r.m0 + (len * seg) / SEG, mhi = r.m0 + (len * (seg + 1)) / SEG;
+            for (int m = mlo; m < mhi; ++m) {
+                const float f = __fadd_rn(r.fb0, __fmul_rn((float)m, r.sb));
+                const int ib = __float2int_rz(__fadd_rn(f, 4.0f)) - 4;
+                const float tb = __fsub_rn(f, (float)ib);
+                const int base = m * sa + ib * sb;
+                if (ib >= 0 && ib < nb) acc = __fadd_rn(acc, __fmul_rn(__fsub_rn(1.0f, tb), __ldg(vol + base)));
+                if (ib + 1 >= 0 && ib + 1 < nb) acc = __fadd_rn(acc, __fmul_rn(tb, __ldg(vol + base + sb)));
+            }
+        }
+#pragma unroll
+        for (int o = SEG / 2; o > 0; o >>= 1) acc = __fadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, o, SEG));
+        if (live && seg == 0) sino[(u64)view * per_view + iu] = __fmul_rn(acc, w);
+    }
+}
+
+extern "C" __global__ void joseph_forward2_seg4_f32(const float* __restrict__ vol, float* __restrict__ sino,
+                                                    const double* __restrict__ views, RayParams p, int count) {
+    forward2_seg<4>(vol, sino, views, p, count);
+}
+
+
+// ------------------------------------------- 3D march in plane segments (L2-friendly order)
+// One thread per (segment of SEGLEN planes, ray); consecutive threads take consecutive rays of
+// the same segment, so the threads in flight at a time touch only a slab of the volume a few
+// planes thick (which stays in L2) instead of the whole volume. The forward adds each segment's
+// partial sum into the (zeroed) sinogram with an atomic add; the transpose scatters the segment's
+// taps with atomic adds as the unsegmented kernels do. Same taps and weights as the other kernels.
+template <bool FORWARD>
+__device__ __forceinline__ void march_segments3(const float* __restrict__ in, float* __restrict__ out,
+                                                const double* __restrict__ views, const RayParams& p, int count,
+                                                int seglen) {
+    const unsigned per_view = (unsigned)p.nu * (unsigned)p.nv;
+    const u64 rays = (u64)per_view * (u64)count;
+    const int sh[3] = {(int)p.shape[0], (int)p.shape[1], (int)p.shape[2]};
+    const int st[3] = {sh[1] * sh[2], sh[2], 1};
+    const int nmax = max(sh[0], max(sh[1], sh[2]));
+    const int nseg = (nmax + seglen - 1) / seglen;
+    const u64 total = rays * (u64)nseg;
+    for (u64 g = blockIdx.x * (u64)blockDim.x + threadIdx.x; g < total; g += (u64)gridDim.x * blockDim.x) {
+        const int seg = (int)(g / rays);
+        const u64 ray = g - (u64)seg * rays;
+        const unsigned vloc = (unsigned)(ray / per_view);
+        const unsigned rem = (unsigned)(ray - (u64)vloc * per_view);
+        const int view = p.first_view + (int)vloc;
+        const u64 sidx = (u64)view * per_view + rem;
+        float c = 0.0f;
+        if (!FORWARD) {
+            c = in[sidx];
+            if (c == 0.0f) continue;
+        }
+        const int iu = (int)(rem / (unsigned)p.nv), iv = (int)(rem % (unsigned)p.nv);
+        Ray r;
+        if (!setup_ray(p, views, view, iu, iv, r)) continue;
+        const int mlo = max(r.m0, seg * seglen), mhi = min(r.m1, (seg + 1) * seglen);
+        if (mlo >= mhi) continue;
+        if (!FORWARD) c = __fmul_rn(r.w, c);
+        const int nb = sh[r.b], sa = st[r.a], sb = st[r.b], nc = sh[r.c], sc = st[r.c];
+        float acc = 0.0f;
+        for (int m = mlo; m < mhi; ++m) {
+            const float mf = (float)m;
+            const float f = __fadd_rn(r.fb0, __fmul_rn(mf, r.sb));
+            const int ib = __float2int_rz(__fadd_rn(f, 4.0f)) - 4;
+            const float tb = __fsub_rn(f, (float)ib);
+            const float wb0 = __fsub_rn(1.0f, tb), wb1 = tb;
+            const float fc = __fadd_rn(r.fc0, __fmul_rn(mf, r.sc));
+            const int ic = __float2int_rz(__fadd_rn(fc, 4.0f)) - 4;
+            const float tc = __fsub_rn(fc, (float)ic);
+            const float wc0 = __fsub_rn(1.0f, tc), wc1 = tc;
+            const bool b0 = ib >= 0 && ib < nb, b1 = ib + 1 >= 0 && ib + 1 < nb;
+            const bool c0 = ic >= 0 && ic < nc, c1 = ic + 1 >= 0 && ic + 1 < nc;
+            const int i00 = m * sa + ib * sb + ic * sc;
+            if (FORWARD) {
+                if (b0 && c0) acc = __fadd_rn(acc, __fmul_rn(__fmul_rn(wb0, wc0), __ldg(in + i00)));
+                if (b0 && c1) acc = __fadd_rn(acc, __fmul_rn(__fmul_rn(wb0, wc1), __ldg(in + i00 + sc)));
+                if (b1 && c0) acc = __fadd_rn(acc, __fmul_rn(__fmul_rn(wb1, wc0), __ldg(in + i00 + sb)));
+                if (b1 && c1) acc = __fadd_rn(acc, __fmul_rn(__fmul_rn(wb1, wc1), __ldg(in + i00 + sb + sc)));
+            } else {
+                if (b0 && c0) atomicAdd(out + i00, __fmul_rn(c, __fmul_rn(wb0, wc0)));
+                if (b0 && c1) atomicAdd(out + i00 + sc, __fmul_rn(c, __fmul_rn(wb0, wc1)));
+                if (b1 && c0) atomicAdd(out + i00 + sb, __fmul_rn(c, __fmul_rn(wb1, wc0)));
+                if (b1 && c1) atomicAdd(out + i00 + sb + sc, __fmul_rn(c, __fmul_rn(wb1, wc1)));
+            }
+        }
+        if (FORWARD) atomicAdd(out + sidx, __fmul_rn(acc, r.w));
+    }
+}
+
+
+extern "C" __global__ void joseph_backward3_seg_f32(const float* __restrict__ sino, float* __restrict__ vol,
+                                                    const double* __restrict__ views, RayParams p, int count, int seglen) {
+    march_segments3<false>(sino, vol, views, p, count, seglen);
 }
