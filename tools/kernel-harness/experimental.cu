@@ -643,3 +643,35 @@ extern "C" __global__ void joseph_backward3_i32_f32(const float* __restrict__ si
 }
 
 
+
+// 2D forward in plane segments, lanes = consecutive detector cells of one segment; partial sums
+// added into the zeroed sinogram with atomics.
+extern "C" __global__ void joseph_forward2_segatomic_f32(const float* __restrict__ vol, float* __restrict__ sino,
+                                                         const double* __restrict__ views, RayParams p, int count, int seglen) {
+    const int nu = p.nu;
+    const int sh[2] = {(int)p.shape[0], (int)p.shape[1]};
+    const int st[2] = {sh[1], 1};
+    const int nseg = (max(sh[0], sh[1]) + seglen - 1) / seglen;
+    const u64 total = (u64)nu * nseg * count;
+    for (u64 g = blockIdx.x * (u64)blockDim.x + threadIdx.x; g < total; g += (u64)gridDim.x * blockDim.x) {
+        const int iu = (int)(g % nu);
+        const u64 rest = g / nu;
+        const int seg = (int)(rest % nseg);
+        const int view = p.first_view + (int)(rest / nseg);
+        Ray r;
+        if (!setup_ray(p, views, view, iu, 0, r)) continue;
+        const int mlo = max(r.m0, seg * seglen), mhi = min(r.m1, (seg + 1) * seglen);
+        if (mlo >= mhi) continue;
+        const int nb = sh[r.b], sa = st[r.a], sb = st[r.b];
+        float acc = 0.0f;
+        for (int m = mlo; m < mhi; ++m) {
+            const float f = __fadd_rn(r.fb0, __fmul_rn((float)m, r.sb));
+            const int ib = __float2int_rz(__fadd_rn(f, 4.0f)) - 4;
+            const float tb = __fsub_rn(f, (float)ib);
+            const int base = m * sa + ib * sb;
+            if (ib >= 0 && ib < nb) acc = __fadd_rn(acc, __fmul_rn(__fsub_rn(1.0f, tb), __ldg(vol + base)));
+            if (ib + 1 >= 0 && ib + 1 < nb) acc = __fadd_rn(acc, __fmul_rn(tb, __ldg(vol + base + sb)));
+        }
+        atomicAdd(sino + (u64)view * nu + iu, __fmul_rn(acc, r.w));
+    }
+}

@@ -139,6 +139,17 @@ int main(int argc, char** argv) {
             CK(cudaMemcpy(s_seg.data(), dsino, nsino * 4, cudaMemcpyDeviceToHost));
             double r8 = rel(s_seg, s_old);
             printf("%s forward: seg4 %.3f ms (rel %.2e), seg8 %.3f ms (rel %.2e)\n", c.name.c_str(), t4, r4, t8, r8);
+            for (int sl : {32, 64, 128, 256}) {
+                const int nseg = (512 + sl - 1) / sl;
+                auto fa = [&] {
+                    CK(cudaMemsetAsync(dsino, 0, nsino * 4));
+                    joseph_forward2_segatomic_f32<<<grid_for_n(nsino * nseg), 256>>>(dx, dsino, dviews, p, count, sl);
+                };
+                fa(); CK(cudaDeviceSynchronize());
+                double ta = time_ms(fa, reps);
+                CK(cudaMemcpy(s_seg.data(), dsino, nsino * 4, cudaMemcpyDeviceToHost));
+                printf("%s forward: segments of %d planes with atomics %.3f ms (rel %.2e)\n", c.name.c_str(), sl, ta, rel(s_seg, s_old));
+            }
         }
         // transpose, atomic
         auto b_at = [&] {
