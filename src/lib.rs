@@ -26,6 +26,7 @@ pub mod diagnostics;
 mod element;
 mod error;
 pub mod factory;
+pub mod io;
 pub mod operator;
 mod scalar;
 mod space;

@@ -1,10 +1,13 @@
 //! Diagnostics for users' own operators: adjointness and linearity checks, and proptest
-//! strategies that draw random spaces and elements.
+//! strategies that draw random spaces and elements; image-quality figures of merit (PSNR, SSIM,
+//! relative error) for reconstructions.
 
 mod checks;
+pub mod quality;
 pub mod strategies;
 
 pub use checks::{check_adjoint, check_linearity, AdjointReport};
+pub use quality::{psnr, relative_error, ssim};
 
 /// The README's Rust examples, compiled and run as doctests so that they stay true.
 #[cfg(doctest)]
