@@ -29,8 +29,8 @@ pub mod factory;
 pub mod io;
 pub mod operator;
 mod scalar;
-mod space;
 pub mod solvers;
+mod space;
 pub mod tomo;
 
 pub use device::Device;
@@ -47,6 +47,4 @@ pub use operator::{
     Operator, OperatorExt, OperatorSum, ReductionOperator, ScalarMultiple,
 };
 pub use scalar::Scalar;
-pub use space::{
-    rn, uniform_discr, weighted_rn, Pointwise, Pointwise2, Space, UniformPartition,
-};
+pub use space::{rn, uniform_discr, weighted_rn, Pointwise, Pointwise2, Space, UniformPartition};
