@@ -8,7 +8,7 @@ use crate::{Element, Error, LinOp, Result, Scalar, Space};
 ///
 /// Value and gradient `A* ∇f(A x)` are available; the proximal operator and the convex
 /// conjugate are not (they need to invert `A`): the proximal solvers
-/// (`pdhg`, …) take `f` and `A` separately instead.
+/// ([`pdhg`](fn@crate::solvers::iterative::pdhg), …) take `f` and `A` separately instead.
 pub struct FunctionalComposition<T: Scalar> {
     f: Func<T>,
     op: LinOp<T>,
