@@ -5,11 +5,13 @@ mod backend;
 mod cpu;
 #[cfg(feature = "cuda")]
 mod cuda;
+pub mod fbp;
 pub mod geometry;
 pub mod phantom;
 mod ray_transform;
 
 pub use backend::{Backend, CpuOptions, CudaOptions};
+pub use fbp::{fbp_filter_op, fbp_op, fbp_op_with, FbpFilter, FbpOptions, FilterType};
 pub use geometry::{
     cone_beam_geometry, parallel_beam_geometry, Beam, Geometry, GeometryKind, GeometrySpec,
     TomoSpec, VecGeometry, View, VolumeSpec,

@@ -1,0 +1,249 @@
+//! The FBP filter as a linear operator on the data space.
+
+use std::sync::Arc;
+
+use rayon::prelude::*;
+
+use super::filter::RowFilter;
+use super::setup::Setup;
+use super::weights::{fbp_plan, FbpPlan, Term, Weights};
+use super::FbpOptions;
+use crate::element::ElementKind;
+use crate::operator::NormCache;
+use crate::tomo::Geometry;
+use crate::{Device, Element, Error, LinOp, LinearOperator, Operator, Result, Scalar, Space};
+
+pub(super) struct Inner<T: Scalar> {
+    pub(super) space: Space<T>,
+    pub(super) row: Arc<RowFilter>,
+    pub(super) nu: usize,
+    pub(super) nv: usize,
+    /// Weights applied before the ramp filter (after it in the adjoint).
+    pub(super) before: Weights,
+    /// Weights applied after the ramp filter (before it in the adjoint).
+    pub(super) after: Weights,
+    norm: NormCache,
+    #[cfg(feature = "cuda")]
+    pub(super) gpu: Option<super::cuda::GpuFilter>,
+}
+
+/// The filter of filtered back-projection: on the ray transform's data space, the data are
+/// weighted, convolved along the detector's u axis with a ramp filter ([`FilterType`]
+/// windows, ODL's `frequency_scaling` and `padding`) and weighted again, with the constant
+/// factor that makes `ray_trafo.adjoint() ∘ filter` reconstruct in absolute values (see
+/// [`fbp`](crate::tomo::fbp) for the weights of each geometry).
+///
+/// It is linear, and its [`adjoint`](LinearOperator::adjoint) is exact: the same real, even
+/// convolution with the two weights swapped (for full-turn parallel and cone beams the filter is
+/// self-adjoint).
+///
+/// Host data are filtered by real FFTs ([`realfft`]), rows in parallel with rayon; data on a
+/// GPU are filtered on the GPU by a direct (Toeplitz) convolution with the same taps.
+///
+/// [`FilterType`]: super::FilterType
+///
+/// ```
+/// use rodl::tomo::{parallel_beam_geometry, FbpFilter, FbpOptions, FilterType};
+/// use rodl::{check_adjoint, uniform_discr, Space};
+/// let space = uniform_discr::<f64>(&[-1.0, -1.0], &[1.0, 1.0], &[16, 16])?;
+/// let geometry = parallel_beam_geometry(&space, Some(12))?;
+/// let data = Space::<f64>::from_partition(geometry.data_partition().clone());
+/// let filter = FbpFilter::new(data, &geometry, &FbpOptions::new(FilterType::Hann))?;
+/// assert!(check_adjoint(&filter, 2, 0)?.max_rel_error < 1e-13);
+/// # Ok::<(), rodl::Error>(())
+/// ```
+pub struct FbpFilter<T: Scalar> {
+    inner: Arc<Inner<T>>,
+    adjoint: bool,
+}
+
+impl<T: Scalar> FbpFilter<T> {
+    /// The FBP filter for data of `geometry` in `space` (the range of a ray transform with that
+    /// geometry: shape `[angles, u(, v)]`, on any device).
+    ///
+    /// Errors when the space's shape is not the geometry's data shape, when the options are
+    /// invalid, when the geometry is not one FBP handles ([`Error::Unsupported`]: helical and
+    /// general vector geometries), and when a short fan/cone scan covers less than
+    /// `π + fan angle` while Parker weights are on.
+    pub fn new(space: Space<T>, geometry: &Geometry, options: &FbpOptions) -> Result<Self> {
+        let (setup, mut plan, row) = prepare(&space, geometry, options, false)?;
+        let term = plan.terms.swap_remove(0);
+        Self::from_term(space, row, &setup, term)
+    }
+
+    /// The filter `after ⊙ K(before ⊙ y)` with the ramp convolution `row` (shape already
+    /// checked).
+    pub(crate) fn from_term(
+        space: Space<T>,
+        row: Arc<RowFilter>,
+        setup: &Setup,
+        term: Term,
+    ) -> Result<Self> {
+        #[cfg(feature = "cuda")]
+        let gpu = match space.device() {
+            Device::Cuda(id) => Some(super::cuda::GpuFilter::new(
+                id,
+                &row,
+                setup,
+                &term.before,
+                &term.after,
+            )?),
+            Device::Cpu => None,
+        };
+        #[cfg(not(feature = "cuda"))]
+        if let Device::Cuda(_) = space.device() {
+            return Err(Error::CudaUnavailable(
+                "rodl was built without the `cuda` feature".into(),
+            ));
+        }
+        Ok(Self {
+            inner: Arc::new(Inner {
+                space,
+                row,
+                nu: setup.nu,
+                nv: setup.nv,
+                before: term.before,
+                after: term.after,
+                norm: NormCache::new(),
+                #[cfg(feature = "cuda")]
+                gpu,
+            }),
+            adjoint: false,
+        })
+    }
+
+    /// Whether this is the adjoint of the filter (the weights swapped).
+    pub fn is_adjoint(&self) -> bool {
+        self.adjoint
+    }
+}
+
+/// Checks `space` and `options` against `geometry` and plans the reconstruction (`exact_fan`:
+/// the three-term exact fan-beam plan): the setup, the plan and the ramp convolution.
+pub(super) fn prepare<T: Scalar>(
+    space: &Space<T>,
+    geometry: &Geometry,
+    options: &FbpOptions,
+    exact_fan: bool,
+) -> Result<(Setup, FbpPlan, Arc<RowFilter>)> {
+    let shape = space.shape().map_err(|_| {
+        Error::invalid(format!(
+            "the FBP filter needs a tensor space of data, got {space}"
+        ))
+    })?;
+    let want = geometry.data_shape();
+    if shape != want.as_slice() {
+        return Err(Error::shape("FBP filter: data space", &want, shape));
+    }
+    if let Some(q) = options.parker {
+        if !(q > 0.0 && q <= 1.0) {
+            return Err(Error::invalid(format!(
+                "the Parker parameter q must be in (0, 1], got {q}"
+            )));
+        }
+    }
+    let setup = Setup::new(geometry)?;
+    let plan = fbp_plan(&setup, options.parker, exact_fan)?;
+    let row = Arc::new(RowFilter::new(
+        setup.nu,
+        setup.du,
+        options.filter,
+        options.frequency_scaling,
+        options.padding,
+        plan.scale,
+    )?);
+    Ok((setup, plan, row))
+}
+
+impl<T: Scalar> Inner<T> {
+    fn sides(&self, adjoint: bool) -> (&Weights, &Weights) {
+        if adjoint {
+            (&self.after, &self.before)
+        } else {
+            (&self.before, &self.after)
+        }
+    }
+
+    fn apply_host(&self, x: &[T], out: &mut [T], adjoint: bool) {
+        let (pre, post) = self.sides(adjoint);
+        let (nu, nv) = (self.nu, self.nv);
+        let view = nu * nv;
+        out.par_chunks_mut(view)
+            .zip(x.par_chunks(view))
+            .enumerate()
+            .for_each_init(
+                || self.row.buffers(),
+                |b, (a, (o, xa))| {
+                    for j in 0..nv {
+                        for i in 0..nu {
+                            b.real[i] = xa[i * nv + j].f64() * pre.at(a, i, j, nu, nv);
+                        }
+                        self.row.apply_row(b);
+                        for i in 0..nu {
+                            o[i * nv + j] = T::of(b.real[i] * post.at(a, i, j, nu, nv));
+                        }
+                    }
+                },
+            );
+    }
+
+    fn apply(&self, x: &Element<T>, out: &mut Element<T>, adjoint: bool) -> Result<()> {
+        match (&x.kind, &mut out.kind) {
+            (ElementKind::Host(a), ElementKind::Host(o)) => {
+                let contiguous = || Error::invalid("FbpFilter: element data is not contiguous");
+                let xs = a.as_slice().ok_or_else(contiguous)?;
+                let os = o.as_slice_mut().ok_or_else(contiguous)?;
+                self.apply_host(xs, os, adjoint);
+                Ok(())
+            }
+            #[cfg(feature = "cuda")]
+            (ElementKind::Cuda(a), ElementKind::Cuda(b)) => match &self.gpu {
+                Some(g) => g.apply(a, b, adjoint),
+                None => Err(Error::DeviceMismatch {
+                    context: "FbpFilter".into(),
+                    expected: self.space.device().to_string(),
+                    got: x.device().to_string(),
+                }),
+            },
+            _ => Err(Error::DeviceMismatch {
+                context: "FbpFilter".into(),
+                expected: self.space.device().to_string(),
+                got: format!("{} and {}", x.device(), out.device()),
+            }),
+        }
+    }
+}
+
+impl<T: Scalar> Operator<T> for FbpFilter<T> {
+    fn domain(&self) -> &Space<T> {
+        &self.inner.space
+    }
+    fn range(&self) -> &Space<T> {
+        &self.inner.space
+    }
+    fn evaluate(&self, x: &Element<T>, out: &mut Element<T>) -> Result<()> {
+        self.inner.apply(x, out, self.adjoint)
+    }
+    fn is_linear(&self) -> bool {
+        true
+    }
+    fn name(&self) -> String {
+        if self.adjoint {
+            "FbpFilter*".into()
+        } else {
+            "FbpFilter".into()
+        }
+    }
+}
+
+impl<T: Scalar> LinearOperator<T> for FbpFilter<T> {
+    fn adjoint(&self) -> Result<LinOp<T>> {
+        Ok(Arc::new(FbpFilter {
+            inner: Arc::clone(&self.inner),
+            adjoint: !self.adjoint,
+        }))
+    }
+    fn norm_cache(&self) -> Option<&NormCache> {
+        Some(&self.inner.norm)
+    }
+}

@@ -1,0 +1,254 @@
+//! What FBP needs to know about a geometry: the rotation, the detector sampling, and for point
+//! sources the source and detector distances, derived from the per-view vectors and checked to
+//! describe a circular scan with uniformly spaced angles.
+
+use std::f64::consts::PI;
+
+use super::super::geometry::{Beam, Geometry, View};
+use crate::{Error, Result};
+
+/// Source placement of an FBP geometry.
+#[derive(Clone, Debug)]
+pub(crate) enum Source {
+    /// Parallel beams.
+    Parallel,
+    /// A point source on a circle about the rotation axis, with a flat detector.
+    Point {
+        /// Distance of the source from the rotation axis.
+        r: f64,
+        /// Distance of the source from the detector plane.
+        d: f64,
+        /// Coordinate of each detector column along u, measured from the foot of the source on
+        /// the detector and signed so that the fan angle `γ = atan(u / d)` turns with the scan.
+        u: Vec<f64>,
+        /// Coordinate of each detector row along v from the source's foot (`[0]` in 2D).
+        v: Vec<f64>,
+        /// Each view's central direction (unit, from the source through the axis to the
+        /// detector).
+        central: Vec<[f64; 3]>,
+    },
+}
+
+/// The scan as FBP sees it.
+#[derive(Clone, Debug)]
+pub(crate) struct Setup {
+    pub ndim: usize,
+    pub nviews: usize,
+    pub nu: usize,
+    pub nv: usize,
+    /// Detector spacing along u.
+    pub du: f64,
+    /// Length of the angle interval (`max − min` of the angle partition).
+    pub alen: f64,
+    /// Each view's rotation angle from the start of the angle interval.
+    pub betas: Vec<f64>,
+    pub source: Source,
+}
+
+fn dot(a: [f64; 3], b: [f64; 3]) -> f64 {
+    a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+}
+fn cross(a: [f64; 3], b: [f64; 3]) -> [f64; 3] {
+    [
+        a[1] * b[2] - a[2] * b[1],
+        a[2] * b[0] - a[0] * b[2],
+        a[0] * b[1] - a[1] * b[0],
+    ]
+}
+fn norm(a: [f64; 3]) -> f64 {
+    dot(a, a).sqrt()
+}
+fn sub(a: [f64; 3], b: [f64; 3]) -> [f64; 3] {
+    [a[0] - b[0], a[1] - b[1], a[2] - b[2]]
+}
+fn unit(a: [f64; 3]) -> [f64; 3] {
+    let n = norm(a);
+    a.map(|x| x / n)
+}
+
+fn unsupported(what: &str) -> Error {
+    Error::Unsupported(format!(
+        "FBP needs a circular scan with uniformly spaced angles and a flat detector that turns \
+         with it (parallel_2d, fan_flat, parallel_3d, cone_flat with pitch 0): {what}"
+    ))
+}
+
+/// Per-view placement of a point source relative to the detector.
+struct PointView {
+    d: f64,
+    u0: f64,
+    v0: f64,
+    r: f64,
+    height: f64,
+    su: f64,
+    /// Distance of the source from `−r · normal` (0 when the central ray meets the axis).
+    skew: f64,
+}
+
+impl Setup {
+    /// Analyses `geometry`. Errors with [`Error::Unsupported`] for geometries FBP cannot
+    /// handle (views given as vectors that do not form a circular scan matching the angle
+    /// partition, helical scans, tilted detectors).
+    pub(crate) fn new(geometry: &Geometry) -> Result<Self> {
+        let g = geometry.vec();
+        let part = geometry.data_partition();
+        let ndim = g.ndim();
+        let views = g.views();
+        let nviews = views.len();
+        let (nu, nv) = (g.nu(), g.nv());
+        let alen = part.max_pt()[0] - part.min_pt()[0];
+        let thetas = part.coord_vector(0)?;
+        let betas: Vec<f64> = thetas.iter().map(|t| t - part.min_pt()[0]).collect();
+        let du = norm(views[0].det_u);
+        let dv = norm(views[0].det_v);
+        let tol = 1e-6;
+        let ez = [0.0, 0.0, 1.0];
+        let eu0 = unit(views[0].det_u);
+        // The rotation axis: e_z in 2D, the detector's v axis in 3D.
+        let axis = if ndim == 2 {
+            ez
+        } else {
+            if dv == 0.0 || dot(eu0, unit(views[0].det_v)).abs() > tol {
+                return Err(unsupported("the detector axes are not orthogonal"));
+            }
+            unit(views[0].det_v)
+        };
+        // The unit detector normal of each view, pointing away from the source side.
+        let normal = |v: &View| -> [f64; 3] {
+            let eu = unit(v.det_u);
+            let n = unit(cross(axis, eu));
+            let towards = match g.beam() {
+                Beam::Parallel => v.src,
+                Beam::Point => sub(v.det_center, v.src),
+            };
+            if dot(n, towards) < 0.0 {
+                n.map(|x| -x)
+            } else {
+                n
+            }
+        };
+        let normals: Vec<[f64; 3]> = views.iter().map(normal).collect();
+        for v in views {
+            if (norm(v.det_u) - du).abs() > tol * du
+                || dot(unit(v.det_u), axis).abs() > tol
+                || (ndim == 3
+                    && ((norm(v.det_v) - dv).abs() > tol * dv
+                        || dot(unit(v.det_v), axis).abs() < 1.0 - tol))
+            {
+                return Err(unsupported("the detector does not keep its size and axes"));
+            }
+        }
+        // Rotation angles from the vectors, unwrapped, against the angle partition.
+        let mut sense = 1.0;
+        if nviews > 1 {
+            let mut phi = 0.0;
+            let mut phis = vec![0.0];
+            for k in 1..nviews {
+                let (a, b) = (normals[k - 1], normals[k]);
+                phi += dot(axis, cross(a, b)).atan2(dot(a, b));
+                phis.push(phi);
+            }
+            sense = if phis[1] < 0.0 { -1.0 } else { 1.0 };
+            let scale = 1.0f64.max(alen);
+            for k in 0..nviews {
+                if (sense * phis[k] - (betas[k] - betas[0])).abs() > 1e-6 * scale {
+                    return Err(unsupported(&format!(
+                        "view {k} is not at the angle {:.6} of the angle partition",
+                        thetas[k]
+                    )));
+                }
+            }
+        }
+        let axis = axis.map(|x| sense * x);
+        let source = match g.beam() {
+            Beam::Parallel => {
+                for (v, n) in views.iter().zip(&normals) {
+                    if dot(unit(v.src), *n) < 1.0 - tol {
+                        return Err(unsupported("the rays are not normal to the detector"));
+                    }
+                }
+                Source::Parallel
+            }
+            Beam::Point => {
+                let place = |v: &View, n: [f64; 3]| -> PointView {
+                    let d = dot(sub(v.det_center, v.src), n);
+                    let foot = [0, 1, 2].map(|k| v.src[k] + d * n[k]);
+                    let off = sub(v.det_center, foot);
+                    let eu = unit(v.det_u);
+                    let along = dot(v.src, axis);
+                    let radial = [0, 1, 2].map(|k| v.src[k] - along * axis[k]);
+                    PointView {
+                        d,
+                        u0: dot(off, eu),
+                        v0: if ndim == 3 {
+                            dot(off, unit(v.det_v))
+                        } else {
+                            0.0
+                        },
+                        r: norm(radial),
+                        height: along,
+                        su: dot(axis, cross(n, eu)),
+                        skew: norm([0, 1, 2].map(|k| radial[k] + norm(radial) * n[k])),
+                    }
+                };
+                let p0 = place(&views[0], normals[0]);
+                if !(p0.d > 0.0 && p0.r > 0.0) {
+                    return Err(unsupported(
+                        "the source lies on the detector or on the axis",
+                    ));
+                }
+                if p0.skew > 1e-6 * (p0.d + p0.r) {
+                    return Err(unsupported(
+                        "the detector is not perpendicular to the line from the source to the axis",
+                    ));
+                }
+                let scale = p0.d + p0.r;
+                for (v, n) in views.iter().zip(&normals) {
+                    let p = place(v, *n);
+                    let same = |a: f64, b: f64| (a - b).abs() <= 1e-6 * scale;
+                    if !(same(p.d, p0.d)
+                        && same(p.u0, p0.u0)
+                        && same(p.v0, p0.v0)
+                        && same(p.r, p0.r)
+                        && same(p.height, p0.height)
+                        && (p.su - p0.su).abs() < tol)
+                    {
+                        return Err(unsupported(
+                            "the source or detector moves other than by rotation (helical or \
+                             general vector geometry)",
+                        ));
+                    }
+                }
+                let su = p0.su.signum();
+                let u = (0..nu)
+                    .map(|i| su * (p0.u0 + (i as f64 - 0.5 * (nu as f64 - 1.0)) * du))
+                    .collect();
+                let v = (0..nv)
+                    .map(|j| p0.v0 + (j as f64 - 0.5 * (nv as f64 - 1.0)) * dv)
+                    .collect();
+                Source::Point {
+                    r: p0.r,
+                    d: p0.d,
+                    u,
+                    v,
+                    central: normals,
+                }
+            }
+        };
+        Ok(Self {
+            ndim,
+            nviews,
+            nu,
+            nv,
+            du,
+            alen,
+            betas,
+            source,
+        })
+    }
+
+    /// Whether the angles cover a full turn (up to rounding).
+    pub(crate) fn full_turn(&self) -> bool {
+        self.alen >= 2.0 * PI * (1.0 - 1e-9)
+    }
+}

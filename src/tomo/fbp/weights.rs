@@ -1,0 +1,270 @@
+//! Data weights of FBP: cosine weights of fan and cone beams and Parker's short-scan weights.
+
+use std::f64::consts::PI;
+
+use super::setup::{Setup, Source};
+use crate::{Error, Result};
+
+/// A factored weight on data `[views, u, v]`: `uv[i·nv + j] · au[a·nu + i]` (each factor
+/// optional).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Weights {
+    /// Per detector pixel `(u, v)`.
+    pub uv: Option<Vec<f64>>,
+    /// Per view and detector column `(angle, u)`.
+    pub au: Option<Vec<f64>>,
+}
+
+impl Weights {
+    /// The weight of view `a`, column `i`, row `j`.
+    #[inline]
+    pub(crate) fn at(&self, a: usize, i: usize, j: usize, nu: usize, nv: usize) -> f64 {
+        let mut w = 1.0;
+        if let Some(uv) = &self.uv {
+            w *= uv[i * nv + j];
+        }
+        if let Some(au) = &self.au {
+            w *= au[a * nu + i];
+        }
+        w
+    }
+}
+
+/// The smooth step of Parker weights: 0 below `−½`, `sin²(π/2 (b + ½))` in between, 1 above `½`.
+fn smooth_step(b: f64) -> f64 {
+    if b <= -0.5 {
+        0.0
+    } else if b >= 0.5 {
+        1.0
+    } else {
+        0.5 * (1.0 + (PI * b).sin())
+    }
+}
+
+/// `smooth_step(x / width + shift)`, with a width of zero meaning a hard step at `x = 0`.
+fn step_over(x: f64, width: f64, shift: f64) -> f64 {
+    if width > 1e-12 {
+        smooth_step(x / width + shift)
+    } else if x > 0.0 {
+        1.0
+    } else if x < 0.0 {
+        0.0
+    } else {
+        smooth_step(shift)
+    }
+}
+
+/// Parker's short-scan weights, generalised to over-scans by Wesarg, Ebert and Bortfeld
+/// ("Parker weights revisited", Med. Phys. 29, 2002), `[views, u]`, normalised so that the two
+/// measurements of every line add up to 1.
+///
+/// `gamma[i]` is the fan angle of column `i` (the ray angle is `β + γ`, so the other
+/// measurement of ray `(β, γ)` is `(β + π + 2γ, −γ)`), `betas` the views' angles from the start
+/// of the scan of length `alen`; `q ∈ (0, 1]` sets the width of the transitions (1: Parker's
+/// original weights).
+pub(crate) fn parker(betas: &[f64], gamma: &[f64], alen: f64, q: f64) -> Result<Vec<f64>> {
+    let delta = gamma.iter().fold(0.0f64, |m, g| m.max(g.abs()));
+    let eps = alen - PI - 2.0 * delta;
+    if eps < -1e-9 {
+        return Err(Error::invalid(format!(
+            "a short scan needs an angle range of at least π + fan angle = {:.6} rad, got {alen:.6}",
+            PI + 2.0 * delta
+        )));
+    }
+    let eps = eps.max(0.0);
+    let width = |g: f64| q * (2.0 * delta - 2.0 * g + eps);
+    let mut w = Vec::with_capacity(betas.len() * gamma.len());
+    for &b in betas {
+        for &g in gamma {
+            let s = step_over(b, width(g), -0.5)
+                + step_over(b - 2.0 * delta + 2.0 * g - eps, width(g), 0.5)
+                - step_over(b - PI + 2.0 * g, width(-g), -0.5)
+                - step_over(b - PI - 2.0 * delta - eps, width(-g), 0.5);
+            w.push(0.5 * s);
+        }
+    }
+    Ok(w)
+}
+
+/// One filter of an FBP plan: weights before and after the (shared) ramp convolution.
+pub(crate) struct Term {
+    /// Applied before the ramp filter.
+    pub before: Weights,
+    /// Applied after the ramp filter.
+    pub after: Weights,
+}
+
+/// How to reconstruct from the data of a geometry with the ray transform's adjoint `A*`.
+pub(crate) struct FbpPlan {
+    /// The constant factor of the ramp filter.
+    pub scale: f64,
+    /// The filters. One: `A* F`. Three (exact fan beam): `(A* F₀ − x₁ A* F₁ − x₂ A* F₂) /
+    /// (R² − |x|²)`, with `R` = [`FbpPlan::fan_radius`].
+    pub terms: Vec<Term>,
+    /// The source radius of the exact fan-beam plan.
+    pub fan_radius: Option<f64>,
+}
+
+/// The FBP plan for `setup` (see the module documentation of [`fbp`](crate::tomo::fbp) for the
+/// derivation); `parker_q`: Parker weights with this transition parameter for short scans,
+/// `None` for none; `exact_fan`: the three-term exact plan for fan beams, otherwise one filter.
+pub(crate) fn fbp_plan(setup: &Setup, parker_q: Option<f64>, exact_fan: bool) -> Result<FbpPlan> {
+    let alen = setup.alen;
+    let (r, d, u, v, central) = match &setup.source {
+        Source::Parallel => {
+            // Parallel beams see each line again after π: redundancy weights (Parker's with a
+            // zero fan angle) for π ≤ α < 2π; each line counts once for α < π.
+            let (weights, turns) = match parker_q {
+                Some(q) if !setup.full_turn() => {
+                    if (alen - PI).abs() > 1e-9 * PI && alen > PI {
+                        (
+                            Some(parker(&setup.betas, &vec![0.0; setup.nu], alen, q)?),
+                            PI,
+                        )
+                    } else {
+                        (None, PI)
+                    }
+                }
+                _ => (None, alen),
+            };
+            return Ok(FbpPlan {
+                scale: 1.0 / (2.0 * turns),
+                terms: vec![Term {
+                    before: Weights {
+                        uv: None,
+                        au: weights,
+                    },
+                    after: Weights::default(),
+                }],
+                fan_radius: None,
+            });
+        }
+        Source::Point {
+            r,
+            d,
+            u,
+            v,
+            central,
+        } => (*r, *d, u, v, central),
+    };
+    let (nu, nv) = (setup.nu, setup.nv);
+    let mut cos = Vec::with_capacity(nu * nv);
+    for &ui in u {
+        for &vj in v {
+            cos.push(d / (d * d + ui * ui + vj * vj).sqrt());
+        }
+    }
+    let parker_w = match parker_q {
+        Some(q) if !setup.full_turn() => {
+            let gamma: Vec<f64> = u.iter().map(|&ui| ui.atan2(d)).collect();
+            Some(parker(&setup.betas, &gamma, alen, q)?)
+        }
+        _ => None,
+    };
+    // Parker weights count every line once; without them a full turn counts it twice.
+    let turns = if parker_w.is_some() { PI } else { alen };
+    let scale = 1.0 / (2.0 * turns);
+    if setup.ndim == 3 {
+        // FDK: cosine weights on both sides, R/D.
+        return Ok(FbpPlan {
+            scale: scale * r / d,
+            terms: vec![Term {
+                before: Weights {
+                    uv: Some(cos.clone()),
+                    au: parker_w,
+                },
+                after: Weights {
+                    uv: Some(cos),
+                    au: None,
+                },
+            }],
+            fan_radius: None,
+        });
+    }
+    let before = Weights {
+        uv: Some(cos.clone()),
+        au: parker_w,
+    };
+    if !exact_fan {
+        // One filter: the weight 1/U² of fan-beam FBP taken as 1/(U R); the pre-weight 1/cos γ
+        // (instead of cos γ) makes the two measurements of each line add up right.
+        let before = Weights {
+            uv: Some(cos.iter().map(|c| 1.0 / c).collect()),
+            au: before.au,
+        };
+        return Ok(FbpPlan {
+            scale,
+            terms: vec![Term {
+                before,
+                after: Weights {
+                    uv: Some(cos),
+                    au: None,
+                },
+            }],
+            fan_radius: None,
+        });
+    }
+    // Exact fan beam: 1/U² = (2R/U − sec²γ) / (R² − |x|²) and sec²γ = sec²γ (R + x·e_c)/U.
+    let t0: Vec<f64> = cos.iter().map(|c| r * r * (2.0 * c - 1.0 / c)).collect();
+    let mut terms = vec![Term {
+        before: before.clone(),
+        after: Weights {
+            uv: Some(t0),
+            au: None,
+        },
+    }];
+    for k in 0..2 {
+        let mut au = Vec::with_capacity(setup.nviews * nu);
+        for e in central {
+            au.extend(cos.iter().map(|c| r * e[k] / c));
+        }
+        terms.push(Term {
+            before: before.clone(),
+            after: Weights {
+                uv: None,
+                au: Some(au),
+            },
+        });
+    }
+    Ok(FbpPlan {
+        scale,
+        terms,
+        fan_radius: Some(r),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The two measurements of every line add up to 1; a line measured once has weight 1.
+    #[test]
+    fn parker_weights_are_a_partition_of_unity() {
+        let delta: f64 = 0.3;
+        let gamma = [-delta, -0.2, 0.0, 0.1, delta];
+        for (alen, q) in [
+            (PI + 2.0 * delta, 1.0),
+            (PI + 2.0 * delta + 0.4, 0.25),
+            (6.0, 1.0),
+        ] {
+            let w = |b: f64, g: f64| parker(&[b], &[g, -delta, delta], alen, q).unwrap()[0];
+            for k in 0..2000 {
+                let b = (k as f64 + 0.5) * alen / 2000.0;
+                for &g in &gamma {
+                    let wk = w(b, g);
+                    assert!((-1e-12..=1.0 + 1e-12).contains(&wk), "{b} {g}: {wk}");
+                    let later = b + PI + 2.0 * g;
+                    let earlier = b + 2.0 * g - PI;
+                    let sum = if later <= alen {
+                        wk + w(later, -g)
+                    } else if earlier >= 0.0 {
+                        wk + w(earlier, -g)
+                    } else {
+                        wk
+                    };
+                    assert!((sum - 1.0).abs() < 1e-9, "alen {alen}, β {b}, γ {g}: {sum}");
+                }
+            }
+        }
+    }
+}

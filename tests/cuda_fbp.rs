@@ -1,0 +1,166 @@
+//! The FBP filter and FBP/FDK on a real GPU (device 0) against the host path.
+//!
+//! Built only with the `cuda` feature. These tests FAIL (they do not skip) when no GPU can be
+//! used: run them where there is one. `--nocapture` shows timing figures.
+#![cfg(feature = "cuda")]
+
+use std::f64::consts::PI;
+use std::time::Instant;
+
+use rodl::tomo::phantom::shepp_logan;
+use rodl::tomo::{
+    cone_beam_geometry, fbp_op, parallel_beam_geometry, Backend, FbpFilter, FbpOptions, FilterType,
+    Geometry, RayTransform,
+};
+use rodl::{
+    check_adjoint, uniform_discr, Device, Element, LinearOperator, Operator, Scalar, Space,
+    UniformPartition,
+};
+
+const GPU: Device = Device::Cuda(0);
+
+/// max |a − b| / max |b|.
+fn rel<T: Scalar>(a: &Element<T>, b: &Element<T>) -> f64 {
+    let a = a.to_host().unwrap();
+    let b = b.to_host().unwrap();
+    let (a, b) = (a.as_slice().unwrap(), b.as_slice().unwrap());
+    let num = a
+        .iter()
+        .zip(b)
+        .fold(0.0f64, |m, (x, y)| m.max((x.f64() - y.f64()).abs()));
+    let den = b.iter().fold(0.0f64, |m, y| m.max(y.f64().abs()));
+    num / den
+}
+
+fn part(min: f64, max: f64, n: usize) -> UniformPartition {
+    UniformPartition::new(&[min], &[max], &[n]).unwrap()
+}
+
+fn geometries() -> Vec<(&'static str, Geometry)> {
+    let s2 = uniform_discr::<f32>(&[-1.0, -1.0], &[1.0, 1.0], &[48, 48]).unwrap();
+    let s3 = uniform_discr::<f32>(&[-1.0; 3], &[1.0; 3], &[24, 24, 24]).unwrap();
+    let fan_short = Geometry::fan_flat(
+        &part(0.2, 0.2 + PI + 1.2, 50),
+        &part(-2.5, 2.5, 77),
+        3.0,
+        2.0,
+        0.1,
+    )
+    .unwrap();
+    vec![
+        (
+            "parallel 2D",
+            parallel_beam_geometry(&s2, Some(40)).unwrap(),
+        ),
+        ("fan short scan", fan_short),
+        (
+            "parallel 3D",
+            parallel_beam_geometry(&s3, Some(20)).unwrap(),
+        ),
+        ("cone", cone_beam_geometry(&s3, 4.0, 2.0, Some(30)).unwrap()),
+    ]
+}
+
+fn filter_matches_host<T: Scalar>(tol: f64) {
+    let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(3);
+    for (name, g) in geometries() {
+        let host = Space::<T>::from_partition(g.data_partition().clone());
+        let gpu = host.with_device(GPU).unwrap();
+        for f in [FilterType::RamLak, FilterType::Hann] {
+            for padding in [true, false] {
+                let o = FbpOptions::new(f).with_padding(padding);
+                let fc = FbpFilter::new(host.clone(), &g, &o).unwrap();
+                let fg = FbpFilter::new(gpu.clone(), &g, &o).unwrap();
+                let y = host.random_normal(&mut rng).unwrap();
+                let yg = y.to_device(GPU).unwrap();
+                let e = rel(&fg.apply(&yg).unwrap(), &fc.apply(&y).unwrap());
+                let ea = rel(
+                    &fg.adjoint().unwrap().apply(&yg).unwrap(),
+                    &fc.adjoint().unwrap().apply(&y).unwrap(),
+                );
+                eprintln!(
+                    "{name} {f} pad {padding} {}: GPU vs host {e:.1e}, adjoint {ea:.1e}",
+                    T::NAME
+                );
+                assert!(e < tol && ea < tol, "{name} {f} {padding}: {e} {ea}");
+            }
+        }
+    }
+}
+
+#[test]
+fn gpu_filter_matches_the_host_f32() {
+    filter_matches_host::<f32>(2e-6);
+}
+
+#[test]
+fn gpu_filter_matches_the_host_f64() {
+    filter_matches_host::<f64>(1e-12);
+}
+
+#[test]
+fn gpu_filter_adjoint_is_exact() {
+    for (name, g) in geometries() {
+        let data = Space::<f32>::from_partition(g.data_partition().clone())
+            .with_device(GPU)
+            .unwrap();
+        let f = FbpFilter::new(data, &g, &FbpOptions::new(FilterType::Cosine)).unwrap();
+        let r = check_adjoint(&f, 3, 1).unwrap();
+        assert!(r.max_rel_error < 1e-5, "{name}: {}", r.max_rel_error);
+    }
+}
+
+/// FBP/FDK with device-resident volumes and data give the host's reconstruction, and the
+/// result stays on the device.
+#[test]
+fn fbp_on_device_spaces_matches_the_host() {
+    for (name, g) in geometries() {
+        let host = if g.ndim() == 2 {
+            uniform_discr::<f32>(&[-1.0, -1.0], &[1.0, 1.0], &[48, 48]).unwrap()
+        } else {
+            uniform_discr::<f32>(&[-1.0; 3], &[1.0; 3], &[24, 24, 24]).unwrap()
+        };
+        let gpu = host.with_device(GPU).unwrap();
+        let rc = RayTransform::new(host.clone(), g.clone(), Backend::default()).unwrap();
+        let rg = RayTransform::new(gpu.clone(), g, Backend::cuda(0)).unwrap();
+        let x = shepp_logan(&host, true).unwrap();
+        let data = rc.apply(&x).unwrap();
+        let o = FbpOptions::default();
+        let rec_c = fbp_op(&rc, &o).unwrap().apply(&data).unwrap();
+        let rec_g = fbp_op(&rg, &o)
+            .unwrap()
+            .apply(&data.to_device(GPU).unwrap())
+            .unwrap();
+        assert_eq!(rec_g.device(), GPU);
+        let e = rel(&rec_g, &rec_c);
+        eprintln!("{name}: FBP on the GPU vs the host {e:.1e}");
+        assert!(e < 1e-4, "{name}: {e}");
+    }
+}
+
+/// Timing of the GPU filter on cone data of a 256³ FDK problem (printed only).
+#[test]
+fn gpu_filter_timing() {
+    let s3 = uniform_discr::<f32>(&[-1.0; 3], &[1.0; 3], &[256, 256, 256]).unwrap();
+    let g = cone_beam_geometry(&s3, 4.0, 2.0, Some(360)).unwrap();
+    let data = Space::<f32>::from_partition(g.data_partition().clone())
+        .with_device(GPU)
+        .unwrap();
+    let f = FbpFilter::new(data.clone(), &g, &FbpOptions::default()).unwrap();
+    let y = data.one().unwrap();
+    let mut out = data.zero().unwrap();
+    f.apply_into(&y, &mut out).unwrap();
+    let ms = GPU
+        .time(|| f.apply_into(&y, &mut out))
+        .unwrap()
+        .as_secs_f64()
+        * 1e3;
+    let t = Instant::now();
+    f.apply_into(&y, &mut out).unwrap();
+    GPU.synchronize().unwrap();
+    eprintln!(
+        "FBP filter on the GPU, data {:?}: {ms:.2} ms (wall {:.2} ms)",
+        g.data_shape(),
+        t.elapsed().as_secs_f64() * 1e3
+    );
+}
