@@ -1,5 +1,5 @@
-//! Classical reconstructions of a noisy Shepp–Logan sinogram: CGLS, SIRT, MLEM and OSEM, with
-//! PSNR, SSIM and time per method and one PNG each.
+//! Classical reconstructions of a noisy Shepp–Logan sinogram: FBP (the direct baseline), CGLS,
+//! SIRT, MLEM and OSEM, with PSNR, SSIM and time per method and one PNG each.
 //!
 //! ```text
 //! cargo run --release --example reconstruct_iterative -- [OUT_DIR] [--device cuda:0] [--size N] [--angles N]
@@ -8,9 +8,9 @@
 //! The data (see `reconstruct_common`): modified Shepp–Logan phantom, 2D parallel beam with
 //! ODL's `parallel_beam_geometry` sampling, seeded Poisson noise. Each solver starts from its
 //! usual start (0 for the least-squares methods, 1 for the EM methods) and stops after a fixed
-//! number of iterations, chosen near the best PSNR for this noise level: the least-squares
-//! methods fit the noise when run longer (semi-convergence), so early stopping is their
-//! regularisation. The PNGs (phantom and one per method, gray levels 0..1) go to OUT_DIR
+//! number of iterations, chosen between the best SSIM (reached first) and the best PSNR for
+//! this noise level: run longer, every one of them fits the noise (semi-convergence), so
+//! early stopping is their regularisation. The PNGs (phantom and one per method, gray levels 0..1) go to OUT_DIR
 //! (default `target/examples-out/`).
 //!
 //! With `--device cuda:N` the same solver code runs with the image and data spaces on that GPU
@@ -23,8 +23,14 @@ use reconstruct_common::{
     exit_on_error, parse_args, save_png, timed, ExampleResult, Problem, Real,
 };
 use rodl::solvers::iterative::{cgls, mlem, osem, sirt, RaySubsets, SirtOptions};
+use rodl::tomo::{fbp_op, FbpOptions, FilterType};
 use rodl::Element;
 
+/// FBP filter window (ODL's FBP example: Hann, cut off at 0.8 × Nyquist; the plain ramp has
+/// a better PSNR on these data, 23.9 dB, but a much noisier image, SSIM 0.50).
+const FBP_FILTER: FilterType = FilterType::Hann;
+/// FBP cut-off frequency, relative to the Nyquist frequency.
+const FBP_FREQUENCY_SCALING: f64 = 0.8;
 /// CGLS iterations (semi-convergent: more iterations fit the noise).
 const CGLS_ITER: usize = 10;
 /// SIRT iterations, with non-negativity.
@@ -83,6 +89,15 @@ fn run() -> ExampleResult<()> {
         });
         ExampleResult::Ok(())
     };
+
+    // FBP, the direct baseline (building the filter is part of the time).
+    let mut x = space.zero()?;
+    let ((), secs) = timed(device, || {
+        let options = FbpOptions::new(FBP_FILTER).with_frequency_scaling(FBP_FREQUENCY_SCALING);
+        fbp_op(ray, &options)?.apply_into(data, &mut x)?;
+        Ok(())
+    })?;
+    record("FBP", "-".into(), &x, secs)?;
 
     // CGLS from 0.
     let mut x = space.zero()?;

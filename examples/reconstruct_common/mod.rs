@@ -114,6 +114,7 @@ pub struct Problem {
     /// The noisy sinogram on the chosen device.
     pub data: Element<Real>,
     /// The backend of `ray` (for building more ray transforms, e.g. subsets).
+    #[allow(dead_code)] // used by reconstruct_iterative only
     pub backend: Backend,
 }
 
