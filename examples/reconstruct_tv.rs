@@ -16,7 +16,7 @@
 //! (isotropic TV: [`GroupL1Norm`] of the [`Gradient`]), written as `f(x) + g(K x)` with
 //! `f = ι_{x ≥ 0}`, `K = (A, μ∇)` (a [`BroadcastOperator`]) and
 //! `g = SeparableSum(½ ‖· − y‖², (λ/μ) GroupL1Norm)`. The factor `μ = ‖A‖ / ‖∇‖` balances the
-//! two blocks of `K` (on `[-1, 1]²` the gradient's norm is about 100 times the ray
+//! two blocks of `K` (on `[-1, 1]²` the gradient's norm is about 70 times the ray
 //! transform's); it changes the path of PDHG, not the minimiser. The step sizes come from the
 //! operator norms (power iteration on `A` and `∇`): `‖K‖ ≤ (‖A‖² + μ² ‖∇‖²)^{1/2} = √2 ‖A‖`,
 //! `τ = 0.99 √r / ‖K‖`, `σ = 0.99 / (√r ‖K‖)` with `r = τ/σ` [`STEP_RATIO`], so that
