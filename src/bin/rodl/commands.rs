@@ -1,22 +1,41 @@
-//! The subcommands: `project`, `backproject` and `info`.
+//! The subcommands, and what they share: the checked geometry file ([`Setup`]) and the compute
+//! device ([`Compute`]).
+
+pub mod demo;
+pub mod fbp;
+pub mod info;
+pub mod phantom;
+pub mod reconstruct;
+pub mod transform;
 
 use std::path::Path;
-use std::time::Instant;
+use std::sync::Arc;
 
-use ndarray::ArrayD;
 use rodl::tomo::{Backend, Geometry, RayTransform, TomoSpec};
-use rodl::{Device, LinearOperator, Operator, Scalar};
+use rodl::{Device, Scalar, Space};
 
-use crate::io::{read_array, AnyArray, AtomicOutput};
-use crate::{Failure, TransformArgs};
+use crate::args::DeviceArgs;
+use crate::image::ImageArgs;
+use crate::io::{AnyArray, AtomicOutput, NpyScalar};
+use crate::Failure;
 
-/// Which way a ray transform is applied.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Direction {
-    /// The ray transform `A`: volume → projection data.
-    Forward,
-    /// Its exact adjoint `A*`: projection data → volume.
-    Adjoint,
+/// Writes a command's result `x` (an element of a volume space, on any device): the `.npy`
+/// output prepared by `out` and, when asked, its PNG. The `.npy` file appears under its name
+/// only after both are complete; if that last rename fails the PNG is removed again.
+pub fn write_result<T: NpyScalar>(
+    out: AtomicOutput,
+    file: std::fs::File,
+    x: &rodl::Element<T>,
+    image: &ImageArgs,
+) -> Result<(), Failure> {
+    let host = x.to_host()?;
+    let pending = out.fill(file, &T::wrap(host.as_array()?.to_owned()))?;
+    image.write(&host)?;
+    pending.commit().inspect_err(|_| {
+        if let Some(png) = &image.png {
+            let _ = std::fs::remove_file(png);
+        }
+    })
 }
 
 /// A geometry file, read and checked.
@@ -65,110 +84,69 @@ impl Setup {
     pub fn data_shape(&self) -> Vec<usize> {
         self.geometry.data_shape()
     }
-}
 
-/// The compute backend selected by `--device` and `--threads`.
-pub fn backend(device: &str, threads: Option<usize>) -> Result<Backend, Failure> {
-    let device: Device = device.parse()?;
-    match (device, threads) {
-        (Device::Cpu, None) => Ok(Backend::default()),
-        (Device::Cpu, Some(n)) => Ok(Backend::cpu_threads(n)),
-        (Device::Cuda(_), Some(_)) => Err(Failure::new(
-            "--threads applies only to --device cpu".to_string(),
-        )),
-        (Device::Cuda(id), None) => Ok(Backend::cuda(id)),
+    /// Errors unless `input` (read from `path`) has the shape of the projection data.
+    pub fn check_data(
+        &self,
+        input: &AnyArray,
+        path: &Path,
+        geometry: &Path,
+    ) -> Result<(), Failure> {
+        let expected = self.data_shape();
+        if input.shape() != expected.as_slice() {
+            return Err(Failure::new(format!(
+                "{} has shape {:?}, but the projection data of {} have shape {expected:?} \
+                 ([angles, u] or [angles, u, v])",
+                path.display(),
+                input.shape(),
+                geometry.display(),
+            )));
+        }
+        Ok(())
     }
 }
 
-/// `rodl project` (`Direction::Forward`) and `rodl backproject` (`Direction::Adjoint`).
-pub fn transform(args: &TransformArgs, direction: Direction) -> Result<(), Failure> {
-    let backend = backend(&args.device, args.threads)?;
-    let setup = Setup::load(&args.geometry)?;
-    let input = read_array(&args.input)?;
-    let (expected, what) = match direction {
-        Direction::Forward => (setup.volume_shape().to_vec(), "volume"),
-        Direction::Adjoint => (setup.data_shape(), "projection data"),
-    };
-    if input.shape() != expected.as_slice() {
-        let hint = match direction {
-            Direction::Forward => "",
-            Direction::Adjoint => " ([angles, u] or [angles, u, v])",
+/// The device a command computes on, and the ray-transform backend that goes with it.
+#[derive(Clone, Debug)]
+pub struct Compute {
+    /// Where the data live while computing.
+    pub device: Device,
+    /// The ray transform's backend.
+    pub backend: Backend,
+}
+
+impl Compute {
+    /// The device and backend selected by `--device` and `--threads`, checked to be usable.
+    pub fn from_args(args: &DeviceArgs) -> Result<Compute, Failure> {
+        let device: Device = args.device.parse()?;
+        Compute::new(device, args.threads)
+    }
+
+    /// The device `device` with `threads` CPU worker threads (CPU only), checked to be usable.
+    pub fn new(device: Device, threads: Option<usize>) -> Result<Compute, Failure> {
+        let backend = match (device, threads) {
+            (Device::Cpu, None) => Backend::default(),
+            (Device::Cpu, Some(n)) => Backend::cpu_threads(n),
+            (Device::Cuda(_), Some(_)) => {
+                return Err(Failure::new("--threads applies only to --device cpu"))
+            }
+            (Device::Cuda(id), None) => Backend::cuda(id),
         };
-        return Err(Failure::new(format!(
-            "{} has shape {:?}, but the {what} of {} has shape {expected:?}{hint}",
-            args.input.display(),
-            input.shape(),
-            args.geometry.display(),
-        )));
+        device.check_available()?;
+        Ok(Compute { device, backend })
     }
-    // Fail on an unwritable output before computing.
-    let (out, file) = AtomicOutput::create(&args.output)?;
-    let dtype = input.dtype();
-    let start = Instant::now();
-    let output = match input {
-        AnyArray::F32(a) => AnyArray::F32(apply(&setup, backend, a, direction)?),
-        AnyArray::F64(a) => AnyArray::F64(apply(&setup, backend, a, direction)?),
-    };
-    let elapsed = start.elapsed();
-    out.write(file, &output)?;
-    if args.verbose {
-        eprintln!(
-            "rodl: {} {} {:?} -> {} {:?} in {:.1} ms",
-            match direction {
-                Direction::Forward => "projected",
-                Direction::Adjoint => "back-projected",
-            },
-            dtype.name(),
-            expected,
-            args.output.display(),
-            output.shape(),
-            elapsed.as_secs_f64() * 1e3
-        );
-    }
-    Ok(())
-}
 
-/// Builds the ray transform in precision `T` and applies it (or its adjoint) to `input`.
-fn apply<T: Scalar>(
-    setup: &Setup,
-    backend: Backend,
-    input: ArrayD<T>,
-    direction: Direction,
-) -> Result<ArrayD<T>, Failure> {
-    let space = setup.spec.volume.space::<T>()?;
-    let ray = RayTransform::new(space, setup.geometry.clone(), backend)?;
-    let out = match direction {
-        Direction::Forward => ray.apply(&ray.domain().element(input)?)?,
-        Direction::Adjoint => ray.adjoint()?.apply(&ray.range().element(input)?)?,
-    };
-    Ok(out.into_array()?)
-}
-
-/// `rodl info`: the geometry kind, the volume and the data shapes.
-pub fn info(geometry: &Path) -> Result<(), Failure> {
-    let setup = Setup::load(geometry)?;
-    let spec = &setup.spec;
-    let kind = serde_json::to_value(spec.geometry.kind)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_else(|| format!("{:?}", spec.geometry.kind).to_lowercase());
-    let space = spec.volume.space::<f64>()?;
-    let data_axes = if setup.geometry.ndim() == 2 {
-        "[angle, u]"
-    } else {
-        "[angle, u, v]"
-    };
-    println!("geometry: {kind} ({}D)", setup.geometry.ndim());
-    println!(
-        "volume:   shape {:?}, min_pt {:?}, max_pt {:?}, cell sides {:?}",
-        spec.volume.shape,
-        spec.volume.min_pt,
-        spec.volume.max_pt,
-        space.cell_sides()?
-    );
-    println!("data:     shape {:?} {data_axes}", setup.data_shape());
-    if let Some(a) = &spec.geometry.angles {
-        println!("angles:   {} in [{}, {}] (radians)", a.count, a.min, a.max);
+    /// The volume space of `setup` in precision `T` on this device.
+    pub fn volume<T: Scalar>(&self, setup: &Setup) -> Result<Space<T>, Failure> {
+        Ok(setup.spec.volume.space::<T>()?.with_device(self.device)?)
     }
-    Ok(())
+
+    /// The ray transform of `setup` on this device (data stay on the device).
+    pub fn ray_transform<T: Scalar>(&self, setup: &Setup) -> Result<Arc<RayTransform<T>>, Failure> {
+        Ok(Arc::new(RayTransform::new(
+            self.volume::<T>(setup)?,
+            setup.geometry.clone(),
+            self.backend.clone(),
+        )?))
+    }
 }

@@ -1,10 +1,10 @@
-//! `.npy` input and atomic `.npy` output.
+//! `.npy` input (float32/float64, finite values only) and atomic output files.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{BufReader, BufWriter, Read};
+use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
-use ndarray::ArrayD;
+use ndarray::{ArrayD, Dimension};
 use ndarray_npy::{ReadNpyExt, WriteNpyExt};
 
 use crate::Failure;
@@ -51,6 +51,45 @@ impl AnyArray {
             AnyArray::F32(_) => Dtype::F32,
             AnyArray::F64(_) => Dtype::F64,
         }
+    }
+
+    /// The number of non-finite entries (NaN, ±Inf) and the index of the first one.
+    fn non_finite(&self) -> (usize, Option<Vec<usize>>) {
+        fn count<T: num_traits::Float>(a: &ArrayD<T>) -> (usize, Option<Vec<usize>>) {
+            let mut n = 0;
+            let mut first = None;
+            for (idx, v) in a.indexed_iter() {
+                if !v.is_finite() {
+                    n += 1;
+                    if first.is_none() {
+                        first = Some(idx.slice().to_vec());
+                    }
+                }
+            }
+            (n, first)
+        }
+        match self {
+            AnyArray::F32(a) => count(a),
+            AnyArray::F64(a) => count(a),
+        }
+    }
+}
+
+/// The precisions that `.npy` files hold here: wraps an array of them as an [`AnyArray`].
+pub trait NpyScalar: rodl::Scalar {
+    /// The array as an [`AnyArray`].
+    fn wrap(a: ArrayD<Self>) -> AnyArray;
+}
+
+impl NpyScalar for f32 {
+    fn wrap(a: ArrayD<f32>) -> AnyArray {
+        AnyArray::F32(a)
+    }
+}
+
+impl NpyScalar for f64 {
+    fn wrap(a: ArrayD<f64>) -> AnyArray {
+        AnyArray::F64(a)
     }
 }
 
@@ -117,8 +156,23 @@ fn parse_descr(header: &str) -> Option<String> {
     Some(body[..body.find(quote)?].to_string())
 }
 
-/// Reads a float32 or float64 `.npy` file (the type is taken from the header).
+/// Reads a float32 or float64 `.npy` file (the type is taken from the header) whose entries
+/// are all finite: NaN or ±Inf anywhere is an error that names the first such index.
 pub fn read_array(path: &Path) -> Result<AnyArray, Failure> {
+    let array = read_any(path)?;
+    if let (n @ 1.., Some(first)) = array.non_finite() {
+        return Err(Failure::new(format!(
+            "{}: the data contain {n} non-finite value{} (NaN or Inf), the first at index \
+             {first:?}",
+            path.display(),
+            if n == 1 { "" } else { "s" }
+        )));
+    }
+    Ok(array)
+}
+
+/// Reads a float32 or float64 `.npy` file, any values.
+fn read_any(path: &Path) -> Result<AnyArray, Failure> {
     let descr = read_descr(path)?;
     let dtype = match descr.as_str() {
         "<f4" | ">f4" => Dtype::F32,
@@ -221,6 +275,13 @@ impl AtomicOutput {
     /// Writes `array` as `.npy` into the temporary `file` and renames it onto the target:
     /// either the complete file appears under its name, or nothing does.
     pub fn write(self, file: File, array: &AnyArray) -> Result<(), Failure> {
+        self.fill(file, array)?.commit()
+    }
+
+    /// Writes `array` as `.npy` into the temporary `file` without renaming it yet: the result
+    /// is committed with [`Pending::commit`] (after the other outputs of a command have been
+    /// written) or removed when dropped.
+    pub fn fill(self, file: File, array: &AnyArray) -> Result<Pending, Failure> {
         let target = self.target.clone();
         let mut writer = BufWriter::new(file);
         let written = match array {
@@ -234,8 +295,36 @@ impl AtomicOutput {
         file.sync_all()
             .map_err(|e| Failure::io("cannot write", &target, &e))?;
         drop(file);
+        Ok(Pending(self))
+    }
+
+    /// Writes `bytes` (a text file, …) into the temporary `file` and renames it onto the
+    /// target.
+    pub fn write_bytes(self, mut file: File, bytes: &[u8]) -> Result<(), Failure> {
+        let target = self.target.clone();
+        file.write_all(bytes)
+            .and_then(|()| file.sync_all())
+            .map_err(|e| Failure::io("cannot write", &target, &e))?;
+        drop(file);
         self.commit()
     }
+}
+
+/// A complete output in its temporary file, waiting to be renamed onto its target (removed
+/// when dropped uncommitted).
+pub struct Pending(AtomicOutput);
+
+impl Pending {
+    /// Renames the temporary file onto the target.
+    pub fn commit(self) -> Result<(), Failure> {
+        self.0.commit()
+    }
+}
+
+/// Writes the text `text` to `path` atomically.
+pub fn write_text(path: &Path, text: &str) -> Result<(), Failure> {
+    let (out, file) = AtomicOutput::create(path)?;
+    out.write_bytes(file, text.as_bytes())
 }
 
 #[cfg(test)]

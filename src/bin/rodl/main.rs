@@ -1,78 +1,34 @@
-//! `rodl`: the ray transform of rodl on `.npy` files.
+//! `rodl`: tomography with rodl on `.npy` files.
 //!
 //! ```text
-//! rodl project     --geometry G.json --input x.npy --output y.npy [--device cpu] [--threads N]
-//! rodl backproject --geometry G.json --input y.npy --output x.npy [--device cpu] [--threads N]
+//! rodl demo        [--output-dir DIR] [--size N] [--device D]
+//! rodl phantom     --geometry G.json --output x.npy [--kind K] [--png x.png]
+//! rodl project     --geometry G.json --input x.npy --output y.npy [--noise MODEL --seed N]
+//! rodl backproject --geometry G.json --input y.npy --output x.npy
+//! rodl fbp         --geometry G.json --input y.npy --output x.npy [--filter F] [--png x.png]
+//! rodl reconstruct --geometry G.json --input y.npy --output x.npy --algorithm A --iterations N
 //! rodl info        --geometry G.json
 //! ```
 //!
 //! Errors are reported as one line on stderr (`rodl: error: …`) with a non-zero exit status;
-//! an output file is written atomically, so a failed run leaves none behind.
+//! output files are written atomically, so a failed run leaves none behind.
 
+mod algorithm;
+mod args;
 mod commands;
+mod coverage;
+mod image;
 mod io;
+mod noise;
+mod tv;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand};
+use clap::Parser;
 
-use commands::Direction;
-
-/// Command line of `rodl`.
-#[derive(Parser, Debug)]
-#[command(
-    name = "rodl",
-    version,
-    about = "Ray transform (forward and exact adjoint) of .npy volumes and projection data",
-    after_help = "The geometry file describes the volume and the acquisition geometry, e.g.\n  \
-{\"volume\": {\"min_pt\": [-1, -1], \"max_pt\": [1, 1], \"shape\": [64, 64]},\n   \
-\"geometry\": {\"kind\": \"parallel2d\", \"angles\": {\"min\": 0, \"max\": 3.14159, \"count\": 90},\n   \
-\"detector\": {\"min\": [-1.5], \"max\": [1.5], \"shape\": [95]}}}\n\
-Kinds: parallel2d, fanflat, parallel3d, cone, vec. Inputs are float32 or float64 .npy files;\n\
-the output has the input's precision."
-)]
-pub struct Cli {
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Subcommand, Debug)]
-enum Command {
-    /// Forward projection: line integrals of a volume, y = A x.
-    Project(TransformArgs),
-    /// Back-projection with the exact adjoint of `project`: x = A* y.
-    Backproject(TransformArgs),
-    /// Print the geometry kind and the volume and data shapes of a geometry file.
-    Info {
-        /// The geometry file (JSON).
-        #[arg(long, short, value_name = "G.json")]
-        geometry: PathBuf,
-    },
-}
-
-/// Arguments of `project` and `backproject`.
-#[derive(Args, Debug)]
-pub struct TransformArgs {
-    /// The geometry file (JSON): volume and acquisition geometry.
-    #[arg(long, short, value_name = "G.json")]
-    pub geometry: PathBuf,
-    /// The input array (.npy, float32 or float64).
-    #[arg(long, short, value_name = "IN.npy")]
-    pub input: PathBuf,
-    /// Where to write the result (.npy, same precision as the input).
-    #[arg(long, short, value_name = "OUT.npy")]
-    pub output: PathBuf,
-    /// Compute device: `cpu`, `cuda` or `cuda:N`.
-    #[arg(long, default_value = "cpu", value_name = "DEVICE")]
-    pub device: String,
-    /// Worker threads of the CPU backend (default: one per core).
-    #[arg(long, value_name = "N")]
-    pub threads: Option<usize>,
-    /// Report precision, shapes and the compute time on stderr.
-    #[arg(long, short)]
-    pub verbose: bool,
-}
+use args::{Cli, Command};
+use commands::transform::Direction;
 
 /// A failure reported to the user as one line.
 #[derive(Debug)]
@@ -116,9 +72,17 @@ fn clap_message(e: &clap::Error) -> String {
 
 fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command {
-        Command::Project(args) => commands::transform(&args, Direction::Forward),
-        Command::Backproject(args) => commands::transform(&args, Direction::Adjoint),
-        Command::Info { geometry } => commands::info(&geometry),
+        Command::Demo(args) => commands::demo::run(&args),
+        Command::Phantom(args) => commands::phantom::run(&args),
+        Command::Project(args) => commands::transform::run(
+            &args.transform,
+            Direction::Forward,
+            args.noise.map(|n| (n, args.seed)),
+        ),
+        Command::Backproject(args) => commands::transform::run(&args, Direction::Adjoint, None),
+        Command::Fbp(args) => commands::fbp::run(&args),
+        Command::Reconstruct(args) => commands::reconstruct::run(&args),
+        Command::Info { geometry } => commands::info::run(&geometry),
     }
 }
 
