@@ -1327,3 +1327,68 @@ fn demo_bad_arguments_fail_cleanly() {
         "tpu",
     );
 }
+
+/// On a machine with a usable GPU (build with `--features cuda`): `fbp` and `reconstruct` on
+/// `cuda:0` agree with the CPU to float32 rounding, and the demo runs there. Elsewhere the GPU
+/// path is covered by `cuda_device_without_gpu_fails_cleanly`.
+#[test]
+fn gpu_fbp_reconstruct_and_demo_agree_with_the_cpu() {
+    if rodl::Device::Cuda(0).check_available().is_err() {
+        eprintln!("no usable GPU: skipped");
+        return;
+    }
+    let dir = TempDir::new("gpu");
+    let (g, sino) = (case("par2d_64"), data("par2d_64_sino.npy"));
+    let run = |args: &[&str], device: &str, name: &str| -> ArrayD<f32> {
+        let out = dir.path(name);
+        let mut all = vec![
+            args[0],
+            "-g",
+            &g,
+            "-i",
+            s(&sino),
+            "-o",
+            s(&out),
+            "--device",
+            device,
+        ];
+        all.extend(&args[1..]);
+        rodl_ok(&all);
+        read_npy(&out).unwrap()
+    };
+    for (args, tol) in [
+        (&["fbp", "--filter", "hann"][..], 1e-4),
+        (&["reconstruct", "-a", "cgls", "-n", "10"][..], 5e-3),
+        (&["reconstruct", "-a", "osem", "-n", "3"][..], 5e-3),
+        (
+            &[
+                "reconstruct",
+                "-a",
+                "pdhg-tv",
+                "-n",
+                "50",
+                "--tv-weight",
+                "0.01",
+            ][..],
+            5e-3,
+        ),
+    ] {
+        let cpu = run(args, "cpu", "cpu.npy");
+        let gpu = run(args, "cuda:0", "gpu.npy");
+        let diff = rel_l2(&gpu, &cpu);
+        eprintln!("{args:?}: GPU vs CPU relative difference {diff:.2e}");
+        assert!(diff < tol, "{args:?}: {diff}");
+    }
+    let out_dir = dir.path("demo");
+    let res = rodl_ok(&[
+        "demo",
+        "--output-dir",
+        s(&out_dir),
+        "--size",
+        "64",
+        "--device",
+        "cuda:0",
+        "-q",
+    ]);
+    assert!(String::from_utf8_lossy(&res.stdout).contains("device:    cuda:0"));
+}
