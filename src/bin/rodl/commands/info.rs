@@ -177,18 +177,22 @@ pub fn describe(setup: &Setup) -> Result<Vec<String>, Failure> {
         round_sig((c.percent() * 10.0).round() / 10.0)
     );
     if c.covered < c.views {
-        let over = |x: f64| round_sig((x.max(0.0) * 100.0).round() / 100.0);
-        if ndim == 2 {
+        let over = |x: f64| round_sig((x * 100.0).round() / 100.0);
+        let mut parts = vec![];
+        if c.overhang[0] > 0.0 {
+            parts.push(format!("{} pixels along u", over(c.overhang[0])));
+        }
+        if ndim == 3 && c.overhang[1] > 0.0 {
+            parts.push(format!("{} pixels along v", over(c.overhang[1])));
+        }
+        if !parts.is_empty() {
             line.push_str(&format!(
-                "; it sticks out past the detector by up to {} pixels",
-                over(c.overhang[0])
+                "; it sticks out past the detector by up to {}",
+                parts.join(" and ")
             ));
-        } else {
-            line.push_str(&format!(
-                "; it sticks out past the detector by up to {} pixels along u and {} along v",
-                over(c.overhang[0]),
-                over(c.overhang[1])
-            ));
+        }
+        if gspec.pitch.is_some_and(|p| p != 0.0) {
+            line.push_str(" (a helical scan sees a part of the volume in each view)");
         }
     }
     out.push(line);
