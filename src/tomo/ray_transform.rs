@@ -28,7 +28,7 @@ enum Exec {
 
 /// The ray transform `A`: a volume ↦ its line integrals (world units) along the rays of a
 /// geometry, discretised with Joseph's method (linear interpolation along each ray's dominant
-/// axis). Its [`adjoint`](LinearOperator::adjoint) is the exact transpose of the same model,
+/// axis). Its [`adjoint`](crate::LinearOperator::adjoint) is the exact transpose of the same model,
 /// scaled to the weighted inner products as ODL does: `A* = (w_data / w_volume) Aᵀ`.
 ///
 /// The range is the data space over (angles × detector) with weight `Δθ · Δu (· Δv)`.

@@ -17,7 +17,7 @@ use crate::{Element, LinOp, Result, Scalar};
 /// them early on (OSEM does not converge to the maximum-likelihood solution for inconsistent
 /// data; it cycles near it).
 ///
-/// Same requirements and zero-safety as [`mlem`](super::mlem): non-negative operators, data
+/// Same requirements and zero-safety as [`mlem`](fn@super::mlem): non-negative operators, data
 /// `≥ 0`, a positive start. Temporaries: per subset `1 / A_i* 1` and two elements of its range,
 /// plus two elements of the domain, all made before the loop.
 ///
