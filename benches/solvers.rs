@@ -16,34 +16,14 @@
 //!
 //! Filter with e.g. `cargo bench --bench solvers -- solvers/cgls_vector`.
 
-use std::f64::consts::PI;
 use std::time::Duration;
 
+mod common;
+
+use common::cone;
 use criterion::{criterion_group, criterion_main, Criterion};
-use rodl::tomo::{Backend, Geometry, RayTransform};
-use rodl::{uniform_discr, Device, Element, LinearOperator, Operator, Space, UniformPartition};
-
-fn part(lo: &[f64], hi: &[f64], n: &[usize]) -> UniformPartition {
-    UniformPartition::new(lo, hi, n).expect("valid partition")
-}
-
-/// As `cone` in benches/ray_transform.rs: volume [-1,1]³ with n³ voxels; `angles` over
-/// [0, 2π); flat detector (3n/2)×n over [-2.8284, 2.8284] × [-2.8859, 2.8859]; source and
-/// detector radius 4.
-fn cone(n: usize, angles: usize) -> (Space<f32>, Geometry) {
-    let space = uniform_discr::<f32>(&[-1.0; 3], &[1.0; 3], &[n, n, n]).unwrap();
-    let g = Geometry::cone_flat(
-        &part(&[0.0], &[2.0 * PI], &[angles]),
-        &part(&[-2.8284, -2.8859], &[2.8284, 2.8859], &[3 * n / 2, n]),
-        4.0,
-        4.0,
-        0.0,
-        [0.0, 0.0, 1.0],
-        [0.0, 0.0],
-    )
-    .unwrap();
-    (space, g)
-}
+use rodl::tomo::{Backend, RayTransform};
+use rodl::{Device, Element, LinearOperator, Operator, Space};
 
 /// The elements CGLS works on and its per-iteration vector operations, exactly as in
 /// `rodl::solvers::iterative::cgls`: `x += α p`, `r −= α q`, `‖q‖²`, `‖s‖²`, `‖r‖`,
