@@ -76,11 +76,13 @@ impl<T: Scalar> RayTransform<T> {
             shape: [1; 3],
             min: [0.0; 3],
             h: [1.0; 3],
+            inv_h: [1.0; 3],
         };
         for k in 0..part.ndim() {
             grid.shape[k] = part.shape()[k];
             grid.min[k] = part.min_pt()[k];
             grid.h[k] = part.cell_side(k);
+            grid.inv_h[k] = 1.0 / grid.h[k];
         }
         let range = Space::<T>::from_partition(geometry.data_partition().clone());
         let range = if domain.device() == Device::Cpu {

@@ -45,10 +45,15 @@ pub(crate) struct ViewRays<T> {
     pub(crate) class: [usize; 4],
     /// Plane range `[lo, hi)` of each class.
     pub(crate) planes: [(usize, usize); 3],
+    /// Plane ranges of groups of 8 consecutive rays of a class (the union of their ranges),
+    /// set by [`Self::orient`]; groups `vclass[a]..vclass[a + 1]` belong to class `a`.
+    pub(crate) vranges: Vec<(u32, u32)>,
+    /// See `vranges`.
+    pub(crate) vclass: [usize; 4],
 }
 
 impl<T: Scalar> ViewRays<T> {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             fb0: Vec::new(),
             sb: Vec::new(),
@@ -61,10 +66,12 @@ impl<T: Scalar> ViewRays<T> {
             coef: Vec::new(),
             class: [0; 4],
             planes: [(0, 0); 3],
+            vranges: Vec::new(),
+            vclass: [0; 4],
         }
     }
 
-    fn setup(&mut self, geom: &VecGeometry, grid: &Grid, view: usize) {
+    pub(crate) fn setup(&mut self, geom: &VecGeometry, grid: &Grid, view: usize) {
         let (nu, nv) = (geom.nu(), geom.nv());
         for v in [
             &mut self.fb0,
@@ -106,7 +113,7 @@ impl<T: Scalar> ViewRays<T> {
         self.class[3] = self.det.len();
     }
 
-    fn set_coefficients(&mut self, row: &[T]) {
+    pub(crate) fn set_coefficients(&mut self, row: &[T]) {
         self.coef.clear();
         self.coef.extend(
             self.det
@@ -114,6 +121,56 @@ impl<T: Scalar> ViewRays<T> {
                 .zip(&self.w)
                 .map(|(&d, &w)| w * row[d as usize]),
         );
+    }
+
+    /// Orders the rays of each class by their in-plane coordinate `b` at the class's middle
+    /// plane (the windowed kernels want neighbouring lanes to tap neighbouring cells). Call
+    /// before [`Self::set_coefficients`].
+    pub(crate) fn orient(&mut self) {
+        let mut order: Vec<usize> = Vec::new();
+        for a in 0..3 {
+            let (k0, k1) = (self.class[a], self.class[a + 1]);
+            if k1 - k0 < 2 {
+                continue;
+            }
+            let (lo, hi) = self.planes[a];
+            let mid = T::from_index((lo + hi) / 2);
+            let key = |k: usize| self.fb0[k] + mid * self.sb[k];
+            order.clear();
+            order.extend(k0..k1);
+            if order.windows(2).all(|w| key(w[0]) <= key(w[1])) {
+                continue;
+            }
+            order.sort_by(|&x, &y| {
+                key(x)
+                    .partial_cmp(&key(y))
+                    .unwrap_or(std::cmp::Ordering::Equal)
+            });
+            fn permute<U: Copy>(v: &mut [U], k0: usize, order: &[usize]) {
+                let seg: Vec<U> = order.iter().map(|&k| v[k]).collect();
+                v[k0..k0 + seg.len()].copy_from_slice(&seg);
+            }
+            permute(&mut self.fb0, k0, &order);
+            permute(&mut self.sb, k0, &order);
+            permute(&mut self.fc0, k0, &order);
+            permute(&mut self.sc, k0, &order);
+            permute(&mut self.w, k0, &order);
+            permute(&mut self.m0, k0, &order);
+            permute(&mut self.m1, k0, &order);
+            permute(&mut self.det, k0, &order);
+        }
+        self.vranges.clear();
+        for a in 0..3 {
+            self.vclass[a] = self.vranges.len();
+            let (k0, k1) = (self.class[a], self.class[a + 1]);
+            for k in (k0..k1).step_by(8) {
+                let e = (k + 8).min(k1);
+                let lo = self.m0[k..e].iter().copied().min().unwrap_or(0);
+                let hi = self.m1[k..e].iter().copied().max().unwrap_or(0);
+                self.vranges.push((lo, hi));
+            }
+        }
+        self.vclass[3] = self.vranges.len();
     }
 
     /// The per-plane description of class `a`.
@@ -129,9 +186,40 @@ impl<T: Scalar> ViewRays<T> {
     }
 }
 
+/// The slices as `f32` when `T` is `f32`.
+#[cfg(target_arch = "x86_64")]
+fn as_f32<'a, T: Scalar>(x: &'a [T], y: &'a mut [T]) -> Option<(&'a [f32], &'a mut [f32])> {
+    if std::any::TypeId::of::<T>() != std::any::TypeId::of::<f32>() {
+        return None;
+    }
+    // SAFETY: `T` is `f32` (checked above): the casts are identities.
+    unsafe {
+        Some((
+            std::slice::from_raw_parts(x.as_ptr() as *const f32, x.len()),
+            std::slice::from_raw_parts_mut(y.as_mut_ptr() as *mut f32, y.len()),
+        ))
+    }
+}
+
 /// Forward projection: `sino[view, u, v] = w · Σ_planes interp(vol)`, parallel over views and
 /// plane-major within a view.
 pub(crate) fn forward<T: Scalar>(geom: &VecGeometry, grid: &Grid, vol: &[T], sino: &mut [T]) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some((vol, sino)) = as_f32(vol, sino) {
+        if super::window2d::available(geom, grid) {
+            return super::window2d::forward(geom, grid, vol, sino);
+        }
+    }
+    forward_planes(geom, grid, vol, sino)
+}
+
+/// [`forward`] by the plane-major per-plane kernels (any dimension and scalar type).
+pub(crate) fn forward_planes<T: Scalar>(
+    geom: &VecGeometry,
+    grid: &Grid,
+    vol: &[T],
+    sino: &mut [T],
+) {
     let (nu, nv) = (geom.nu(), geom.nv());
     let shape = grid.shape;
     let st = strides(shape);
@@ -169,6 +257,23 @@ pub(crate) fn forward<T: Scalar>(geom: &VecGeometry, grid: &Grid, vol: &[T], sin
 /// with dominant axis `a`, the contributions to the planes of its own slab: tasks never write the
 /// same voxel.
 pub(crate) fn transpose<T: Scalar>(
+    geom: &VecGeometry,
+    grid: &Grid,
+    sino: &[T],
+    vol: &mut [T],
+    tasks: usize,
+) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some((sino, vol)) = as_f32(sino, vol) {
+        if super::window2d::available(geom, grid) {
+            return super::window2d::transpose(geom, grid, sino, vol);
+        }
+    }
+    transpose_planes(geom, grid, sino, vol, tasks)
+}
+
+/// [`transpose`] by the plane-major per-plane kernels (any dimension and scalar type).
+pub(crate) fn transpose_planes<T: Scalar>(
     geom: &VecGeometry,
     grid: &Grid,
     sino: &[T],

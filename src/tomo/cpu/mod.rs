@@ -5,3 +5,5 @@ mod avx2;
 pub(crate) mod joseph;
 mod kernels;
 pub(crate) mod ray;
+#[cfg(target_arch = "x86_64")]
+mod window2d;

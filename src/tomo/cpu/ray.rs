@@ -11,6 +11,8 @@ pub(crate) struct Grid {
     pub(crate) shape: [usize; 3],
     pub(crate) min: [f64; 3],
     pub(crate) h: [f64; 3],
+    /// `1 / h`.
+    pub(crate) inv_h: [f64; 3],
 }
 
 /// One ray marched along its dominant axis `a`: at plane `m` (integer index along `a`) the
@@ -40,6 +42,17 @@ pub(crate) fn other_axes(a: usize) -> (usize, usize) {
     }
 }
 
+/// `⌊x⌋` for `|x| < 2⁶²` without a libm call.
+#[inline(always)]
+fn floor_small(x: f64) -> f64 {
+    let t = x as i64 as f64;
+    if t > x {
+        t - 1.0
+    } else {
+        t
+    }
+}
+
 /// Planes `m ∈ [0, n_a)` where `f0 + m s ∈ (−1, n)`, widened by one on each side (the kernels
 /// check bounds per sample, so a conservative range is enough).
 #[inline(always)]
@@ -51,10 +64,14 @@ fn plane_range(f0: f64, s: f64, n: usize, n_a: usize, lo: &mut f64, hi: &mut f64
         }
         return;
     }
-    let (t0, t1) = ((-1.0 - f0) / s, (nf - f0) / s);
+    let inv_s = 1.0 / s;
+    let (t0, t1) = ((-1.0 - f0) * inv_s, (nf - f0) * inv_s);
     let (t0, t1) = if t0 < t1 { (t0, t1) } else { (t1, t0) };
-    *lo = lo.max(t0.floor());
-    *hi = hi.min(t1.ceil() + 1.0).min(n_a as f64);
+    // Clamped to [−1, n_a + 1] first, so floor and ceiling by integer conversion are exact.
+    let cap = n_a as f64 + 1.0;
+    let (t0, t1) = (t0.clamp(-1.0, cap), t1.clamp(-1.0, cap));
+    *lo = lo.max(floor_small(t0));
+    *hi = hi.min(-floor_small(-t1) + 1.0).min(n_a as f64);
 }
 
 impl Grid {
@@ -70,11 +87,12 @@ impl Grid {
     ) -> Option<Ray<T>> {
         let (q, d) = geom.ray(view, iu, iv);
         let dims = geom.ndim();
-        // Dominant axis in index space.
+        // Dominant axis in index space. Products with 1/h and one division per ray (not
+        // per coordinate): set-up runs once per ray and call, so it is kept cheap.
         let mut a = 0;
         let mut best = -1.0;
         for k in 0..dims {
-            let s = (d[k] / self.h[k]).abs();
+            let s = (d[k] * self.inv_h[k]).abs();
             if s > best {
                 best = s;
                 a = k;
@@ -84,14 +102,15 @@ impl Grid {
             return None;
         }
         let (b, c) = other_axes(a);
+        let inv_da = 1.0 / d[a];
         let len = (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt();
-        let w = self.h[a] * len / d[a].abs();
+        let w = self.h[a] * len * inv_da.abs();
         // Position along the ray at the first plane centre.
-        let t0 = (self.min[a] + 0.5 * self.h[a] - q[a]) / d[a];
-        let tm = self.h[a] / d[a];
+        let t0 = (self.min[a] + 0.5 * self.h[a] - q[a]) * inv_da;
+        let tm = self.h[a] * inv_da;
         let frac = |k: usize| -> (f64, f64) {
-            let f0 = (q[k] + t0 * d[k] - self.min[k]) / self.h[k] - 0.5;
-            (f0, tm * d[k] / self.h[k])
+            let f0 = (q[k] + t0 * d[k] - self.min[k]) * self.inv_h[k] - 0.5;
+            (f0, tm * d[k] * self.inv_h[k])
         };
         let (fb0, sb) = frac(b);
         let (fc0, sc) = if c < dims { frac(c) } else { (0.0, 0.0) };
