@@ -6,7 +6,10 @@
 // The back-projection visits exactly the same taps with exactly the same weights, so it is the
 // exact transpose of the forward projection (up to the order of the additions).
 //
-// Indices into volume and data are 64-bit.
+// joseph_forward_f32 and joseph_backward_atomic_f32 index the volume and the data with 64 bits;
+// the other kernels use 32-bit voxel indices (src/tomo/cuda.rs picks them when the volume allows).
+// Which kernel runs when: the doc comments of CudaRay::forward / CudaRay::transpose in
+// src/tomo/cuda.rs.
 
 typedef long long i64;
 typedef unsigned long long u64;
@@ -362,4 +365,308 @@ __device__ __forceinline__ void march_segments3(const float* __restrict__ in, fl
 extern "C" __global__ void joseph_backward3_seg_f32(const float* __restrict__ sino, float* __restrict__ vol,
                                                     const double* __restrict__ views, RayParams p, int count, int seglen) {
     march_segments3<false>(sino, vol, views, p, count, seglen);
+}
+
+
+// ------------------------------------------- 2D forward through a shared-memory slab (exact)
+// The production 2D forward for volumes with 32-bit indices (src/tomo/cuda.rs): 256 threads per
+// block, vgroup 8, seglen 64, wcap 80, segs_per_block 2, grid (ceil(count / 8), ceil(nu / 32),
+// ceil(nseg / 2)) with nseg = ceil(max(n0, n1) / 64), and (64 * 84 + 64) * 4 = 21760 bytes of
+// dynamic shared memory (under the 48 KB a launch gets without opting in). H200, parallel2d_512
+// (tools/kernel-harness): 0.294 ms, against 0.466 ms for joseph_forward2_seg4_f32 (0.306 ms with
+// all segments in one block).
+//
+// A block takes `vgroup` consecutive views x (blockDim.x / vgroup) consecutive detector cells (one
+// ray per thread; a warp holds rays of one view when blockDim.x / vgroup is a multiple of 32) and
+// the segments [blockIdx.z * segs_per_block, ...) of `seglen` planes. The block's axis A is the
+// dominant axis of most of its rays. Per segment it stages into shared memory, for each plane m of
+// axis A, a window of `wcap` cells of axis b = 1 - A starting at offs[m]: the window's lower edge
+// follows the chord between the minima of the rays' f at the segment's first and last planes (f is
+// affine in m, so the minimum over rays is concave and lies above that chord). Cells outside the
+// grid are staged as 0. The slab is stored plane-major (row m holds the b cells), so the rays of a
+// warp read neighbouring words whatever the view's axis; for views whose b axis is strided the
+// staging loads 8 planes x 4 cells per warp (8 consecutive floats of a volume row per cell).
+// Each thread then marches its ray over the segment with the production formulas (same taps, same
+// weights, same products, planes in increasing order).
+// Exact for any geometry (parallel or fan, any detector, any grid): the window only decides where
+// a tap is read from, never which taps there are. A tap pair whose cells are not both in the
+// window (w = ib - offs[m] outside [0, wcap - 1)) reads the volume directly with the bounds tests
+// of the other kernels, and rays whose axis is not A (views near 45 degrees, fan beams) take the
+// plain march. Staged zeros stand for taps outside the grid: they add (+/-)0 to the sum, i.e.
+// contribute nothing. The staged rows cover every plane a ray of axis A visits in the segment
+// (its planes lie below n_A, so m - M0 < nS).
+// With gridDim.z == 1 each ray's sum runs over all its planes in the production order and is
+// stored (the result equals joseph_forward2_i32_f32's); otherwise the partial sums of the
+// segments are added with atomics into the sinogram, which must then be zeroed first (H200
+// harness: relative difference 5.5e-7 to the single-block sums).
+// Dynamic shared memory: (seglen * (wcap + 4) + seglen) * 4 bytes; wcap a multiple of 8;
+// blockDim.x a multiple of 32 and of vgroup, at most 256 (the launch bounds).
+extern "C" __global__ void __launch_bounds__(256)
+joseph_forward2_smem_f32(const float* __restrict__ vol, float* __restrict__ sino, const double* __restrict__ views,
+                         RayParams p, int count, int seglen, int vgroup, int wcap, int segs_per_block) {
+    extern __shared__ float slab_smem[];
+    __shared__ float wmin[32][2];
+    const int pitch = wcap + 4;  // 4 * odd: the 8 x 4 staging pattern hits 32 distinct banks
+    float* tile = slab_smem;
+    int* offs = (int*)(slab_smem + seglen * pitch);
+    const int tid = (int)threadIdx.x, lane = tid & 31, warp = tid >> 5, nwarps = (int)(blockDim.x >> 5);
+    const int nray = (int)blockDim.x / vgroup;
+    const int gl = tid / nray;
+    const int vloc = (int)blockIdx.x * vgroup + gl;
+    const int iu = (int)blockIdx.y * nray + (tid - gl * nray);
+    const int sh[2] = {(int)p.shape[0], (int)p.shape[1]};
+    const int st[2] = {sh[1], 1};
+    const int nseg = (max(sh[0], sh[1]) + seglen - 1) / seglen;
+    const int seg_begin = (int)blockIdx.z * segs_per_block;
+    const int seg_end = min(nseg, seg_begin + segs_per_block);
+    const int view = p.first_view + vloc;
+    const bool valid = vloc < count && iu < p.nu;
+    Ray r;
+    r.a = -1; r.b = 0; r.c = 0; r.fb0 = 0.0f; r.sb = 0.0f; r.fc0 = 0.0f; r.sc = 0.0f; r.w = 0.0f; r.m0 = 0; r.m1 = 0;
+    const bool ok = valid && setup_ray(p, views, view, iu, 0, r);
+    const int n1 = __syncthreads_count(ok && r.a == 1);
+    const int nok = __syncthreads_count(ok);
+    const int A = 2 * n1 > nok ? 1 : 0;
+    const int nbA = sh[1 - A], saA = st[A], sbA = st[1 - A];
+    const bool fast = ok && r.a == A;
+    float acc = 0.0f;
+    bool touched = false;
+    for (int seg = seg_begin; nok > 0 && seg < seg_end; ++seg) {
+        const int M0 = seg * seglen;
+        int mlo = 0, mhi = 0;
+        if (ok) {
+            mlo = max(r.m0, M0);
+            mhi = min(r.m1, M0 + seglen);
+        }
+        const bool act = ok && mlo < mhi;
+        // Block-uniform; this barrier also ends the previous segment's reads of tile and offs.
+        if (__syncthreads_count(act) == 0) continue;
+        touched = touched || act;
+        const int nS = min(seglen, sh[A] - M0);  // >= 1 whenever a ray of axis A is active here
+        const bool fa = fast && act;
+        float fs = 3.0e38f, fe = 3.0e38f;
+        if (fa) {
+            fs = __fadd_rn(r.fb0, __fmul_rn((float)M0, r.sb));
+            fe = __fadd_rn(r.fb0, __fmul_rn((float)(M0 + nS - 1), r.sb));
+        }
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) {
+            fs = fminf(fs, __shfl_xor_sync(0xffffffffu, fs, o));
+            fe = fminf(fe, __shfl_xor_sync(0xffffffffu, fe, o));
+        }
+        if (lane == 0) {
+            wmin[warp][0] = fs;
+            wmin[warp][1] = fe;
+        }
+        __syncthreads();
+        for (int k = tid; k < nS; k += (int)blockDim.x) {
+            float ls = 3.0e38f, le = 3.0e38f;
+            for (int q = 0; q < nwarps; ++q) {
+                ls = fminf(ls, wmin[q][0]);
+                le = fminf(le, wmin[q][1]);
+            }
+            if (!(ls < 1.0e30f && le < 1.0e30f)) { ls = 0.0f; le = 0.0f; }  // no ray of axis A here
+            const float frac = nS > 1 ? (float)k / (float)(nS - 1) : 0.0f;
+            const float lo = ls + (le - ls) * frac;
+            offs[k] = max(-2, (int)floorf(lo) - 1);
+        }
+        __syncthreads();
+        if (sbA == 1) {
+            // b contiguous: a warp loads 32 consecutive cells of one plane.
+            for (int e = tid; e < nS * wcap; e += (int)blockDim.x) {
+                const int ml = e / wcap, w = e - ml * wcap;
+                const int j = offs[ml] + w;
+                tile[ml * pitch + w] = (j >= 0 && j < nbA) ? __ldg(vol + (M0 + ml) * saA + j) : 0.0f;
+            }
+        } else {
+            // b strided: a warp loads 8 consecutive planes (contiguous in memory) x 4 cells.
+            const int mg = (nS + 7) >> 3;
+            const int ne = mg * 8 * wcap;
+            for (int e = tid; e < ne; e += (int)blockDim.x) {
+                const int q = e >> 5, ln = e & 31;
+                const int ml = (q % mg) * 8 + (ln & 7);
+                const int w = (q / mg) * 4 + (ln >> 3);
+                if (ml >= nS) continue;
+                const int j = offs[ml] + w;
+                tile[ml * pitch + w] = (j >= 0 && j < nbA) ? __ldg(vol + (M0 + ml) * saA + j * sbA) : 0.0f;
+            }
+        }
+        __syncthreads();
+        // The lanes of a warp step through the union of their plane ranges together, so that at
+        // each step they read the same slab row.
+        int ulo = fa ? mlo : 0x7fffffff, uhi = fa ? mhi : -0x7fffffff;
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) {
+            ulo = min(ulo, __shfl_xor_sync(0xffffffffu, ulo, o));
+            uhi = max(uhi, __shfl_xor_sync(0xffffffffu, uhi, o));
+        }
+        if (fa) {
+            for (int m = ulo; m < uhi; ++m) {
+                if (m < mlo || m >= mhi) continue;
+                const int ml = m - M0;
+                const float f = __fadd_rn(r.fb0, __fmul_rn((float)m, r.sb));
+                const int ib = __float2int_rz(__fadd_rn(f, 4.0f)) - 4;
+                const float tb = __fsub_rn(f, (float)ib);
+                const int w = ib - offs[ml];
+                if ((unsigned)w < (unsigned)(wcap - 1)) {
+                    const float* cell = tile + ml * pitch + w;
+                    acc = __fadd_rn(acc, __fmul_rn(__fsub_rn(1.0f, tb), cell[0]));
+                    acc = __fadd_rn(acc, __fmul_rn(tb, cell[1]));
+                } else {
+                    const int base = m * saA + ib * sbA;
+                    if (ib >= 0 && ib < nbA) acc = __fadd_rn(acc, __fmul_rn(__fsub_rn(1.0f, tb), __ldg(vol + base)));
+                    if (ib + 1 >= 0 && ib + 1 < nbA) acc = __fadd_rn(acc, __fmul_rn(tb, __ldg(vol + base + sbA)));
+                }
+            }
+        } else if (act) {
+            // A ray along the other axis (views near 45 degrees, fan beams): the production march.
+            const int nb = sh[r.b], sa = st[r.a], sb = st[r.b];
+            for (int m = mlo; m < mhi; ++m) {
+                const float f = __fadd_rn(r.fb0, __fmul_rn((float)m, r.sb));
+                const int ib = __float2int_rz(__fadd_rn(f, 4.0f)) - 4;
+                const float tb = __fsub_rn(f, (float)ib);
+                const int base = m * sa + ib * sb;
+                if (ib >= 0 && ib < nb) acc = __fadd_rn(acc, __fmul_rn(__fsub_rn(1.0f, tb), __ldg(vol + base)));
+                if (ib + 1 >= 0 && ib + 1 < nb) acc = __fadd_rn(acc, __fmul_rn(tb, __ldg(vol + base + sb)));
+            }
+        }
+    }
+    if (!valid) return;
+    const u64 sidx = (u64)view * (u64)p.nu + (u64)iu;
+    if (gridDim.z == 1) sino[sidx] = ok ? __fmul_rn(acc, r.w) : 0.0f;
+    else if (touched) atomicAdd(sino + sidx, __fmul_rn(acc, r.w));
+}
+
+
+// ------------------------------- 3D segmented transpose with warp aggregation of shared taps
+// The production 3D transpose for volumes with 32-bit indices (src/tomo/cuda.rs): seglen 64, one
+// thread per (segment, ray), 256 threads per block, grid-stride. H200 (tools/kernel-harness):
+// cone_512 750 -> 709 ms, cone_256 48.8 -> 43.1 ms against joseph_backward3_seg_f32; relative
+// difference 8.5e-7 to the atomic transpose (the same taps, summed in another order).
+//
+// march_segments3<false> (joseph_backward3_seg_f32) with the same thread order: consecutive lanes
+// mostly hold consecutive detector rows iv of one column iu, which share the b tap at a plane and
+// whose c taps are 1-2 cells apart. At each plane, when lane l's taps (ib, ic) are lane l-1's
+// (ib, ic + 1) — the same voxels, with the same axis at the same plane — lane l adds lane l-1's
+// c+1 contributions (both b rows) to its own c contributions and lane l-1 skips those two atomics.
+// The merge is keyed on the voxels alone: lane l-1 must be marching (not idle, inside its plane
+// range) at the warp's current plane m along the same axis a (hence the same b, c axes and
+// strides) with the same ib and ic one lower, so the merged taps are the same voxels with the same
+// in-grid tests, whatever rays the two lanes hold. A warp that spans two detector columns, two
+// views or two segments, an nv that is not a multiple of 32, or idle lanes past the end (any
+// thread count) only lose merges, never exactness. The lanes of a warp loop together over the
+// union of their plane ranges (per-lane predicates for the planes outside a lane's range), so the
+// full-mask shuffles see all 32 lanes; the grid-stride loop runs while the warp's first index is
+// below the total, so whole warps leave it together (blockDim.x must be a multiple of 32). `vol`
+// must be zeroed first. COUNT (harness only): stats[0] += atomics issued, stats[1] += saved.
+template <bool COUNT>
+__device__ __forceinline__ void backward3_seg_warp(const float* __restrict__ sino, float* __restrict__ vol,
+                                                   const double* __restrict__ views, const RayParams& p, int count,
+                                                   int seglen, unsigned long long* __restrict__ stats) {
+    const unsigned full = 0xffffffffu;
+    const unsigned per_view = (unsigned)p.nu * (unsigned)p.nv;
+    const u64 rays = (u64)per_view * (u64)count;
+    const int sh[3] = {(int)p.shape[0], (int)p.shape[1], (int)p.shape[2]};
+    const int st[3] = {sh[1] * sh[2], sh[2], 1};
+    const int nmax = max(sh[0], max(sh[1], sh[2]));
+    const int nseg = (nmax + seglen - 1) / seglen;
+    const u64 total = rays * (u64)nseg;
+    const int lane = (int)(threadIdx.x & 31);
+    unsigned long long n_done = 0, n_saved = 0;
+    for (u64 g = blockIdx.x * (u64)blockDim.x + threadIdx.x; g - (u64)lane < total; g += (u64)gridDim.x * blockDim.x) {
+        Ray r;
+        r.a = -1; r.b = 0; r.c = 0; r.fb0 = 0.0f; r.sb = 0.0f; r.fc0 = 0.0f; r.sc = 0.0f; r.w = 0.0f; r.m0 = 0; r.m1 = 0;
+        int mlo = 0x7fffffff, mhi = -0x7fffffff;  // empty range for an idle lane
+        float c = 0.0f;
+        if (g < total) {
+            const int seg = (int)(g / rays);
+            const u64 ray = g - (u64)seg * rays;
+            const unsigned vloc = (unsigned)(ray / per_view);
+            const unsigned rem = (unsigned)(ray - (u64)vloc * per_view);
+            const int view = p.first_view + (int)vloc;
+            const float y = sino[(u64)view * per_view + rem];
+            if (y != 0.0f) {
+                const int iu = (int)(rem / (unsigned)p.nv), iv = (int)(rem % (unsigned)p.nv);
+                if (setup_ray(p, views, view, iu, iv, r)) {
+                    const int lo = max(r.m0, seg * seglen), hi = min(r.m1, (seg + 1) * seglen);
+                    if (lo < hi) {
+                        mlo = lo;
+                        mhi = hi;
+                        c = __fmul_rn(r.w, y);
+                    }
+                }
+            }
+        }
+        int ulo = mlo, uhi = mhi;
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) {
+            ulo = min(ulo, __shfl_xor_sync(full, ulo, o));
+            uhi = max(uhi, __shfl_xor_sync(full, uhi, o));
+        }
+        const int a = r.a;
+        const int prev_a = __shfl_up_sync(full, a, 1);
+        const int nb = sh[r.b], sa = a >= 0 ? st[a] : 0, sb = st[r.b], nc = sh[r.c], sc = st[r.c];
+        for (int m = ulo; m < uhi; ++m) {  // warp-uniform bounds
+            const bool on = m >= mlo && m < mhi;
+            int ib = 0, ic = 0, i00 = 0;
+            bool b0 = false, b1 = false, c0 = false, c1 = false;
+            float v00 = 0.0f, v01 = 0.0f, v10 = 0.0f, v11 = 0.0f;
+            if (on) {
+                const float mf = (float)m;
+                const float f = __fadd_rn(r.fb0, __fmul_rn(mf, r.sb));
+                ib = __float2int_rz(__fadd_rn(f, 4.0f)) - 4;
+                const float tb = __fsub_rn(f, (float)ib);
+                const float wb0 = __fsub_rn(1.0f, tb), wb1 = tb;
+                const float fc = __fadd_rn(r.fc0, __fmul_rn(mf, r.sc));
+                ic = __float2int_rz(__fadd_rn(fc, 4.0f)) - 4;
+                const float tc = __fsub_rn(fc, (float)ic);
+                const float wc0 = __fsub_rn(1.0f, tc), wc1 = tc;
+                b0 = ib >= 0 && ib < nb;
+                b1 = ib + 1 >= 0 && ib + 1 < nb;
+                c0 = ic >= 0 && ic < nc;
+                c1 = ic + 1 >= 0 && ic + 1 < nc;
+                i00 = m * sa + ib * sb + ic * sc;
+                v00 = __fmul_rn(c, __fmul_rn(wb0, wc0));
+                v01 = __fmul_rn(c, __fmul_rn(wb0, wc1));
+                v10 = __fmul_rn(c, __fmul_rn(wb1, wc0));
+                v11 = __fmul_rn(c, __fmul_rn(wb1, wc1));
+            }
+            // All 32 lanes execute these (the loop bounds are warp-uniform).
+            const int key_b = on ? ib : -0x7fffffff - 1;  // an idle lane matches no one
+            const int prev_b = __shfl_up_sync(full, key_b, 1);
+            const int prev_c = __shfl_up_sync(full, ic, 1);
+            const float prev_v01 = __shfl_up_sync(full, v01, 1);
+            const float prev_v11 = __shfl_up_sync(full, v11, 1);
+            const bool take = on && lane > 0 && prev_a == a && prev_b == ib && prev_c + 1 == ic;
+            const unsigned takers = __ballot_sync(full, take);
+            const bool gave = (((takers >> 1) >> lane) & 1u) != 0u;  // lane l+1 took this lane's c+1 taps
+            if (take) {
+                // Lane l-1's taps (ib, ic + 1) and (ib + 1, ic + 1) are this lane's (ib, ic) and
+                // (ib + 1, ic), with the same validity.
+                v00 = __fadd_rn(v00, prev_v01);
+                v10 = __fadd_rn(v10, prev_v11);
+            }
+            if (on) {
+                if (b0 && c0) atomicAdd(vol + i00, v00);
+                if (b0 && c1 && !gave) atomicAdd(vol + i00 + sc, v01);
+                if (b1 && c0) atomicAdd(vol + i00 + sb, v10);
+                if (b1 && c1 && !gave) atomicAdd(vol + i00 + sb + sc, v11);
+                if (COUNT) {
+                    const int nc1 = (b0 && c1 ? 1 : 0) + (b1 && c1 ? 1 : 0);
+                    n_done += (unsigned long long)((b0 && c0 ? 1 : 0) + (b1 && c0 ? 1 : 0) + (gave ? 0 : nc1));
+                    n_saved += (unsigned long long)(gave ? nc1 : 0);
+                }
+            }
+        }
+    }
+    if (COUNT) {
+        atomicAdd(stats, n_done);
+        atomicAdd(stats + 1, n_saved);
+    }
+}
+
+extern "C" __global__ void joseph_backward3_seg_warp_f32(const float* __restrict__ sino, float* __restrict__ vol,
+                                                         const double* __restrict__ views, RayParams p, int count,
+                                                         int seglen) {
+    backward3_seg_warp<false>(sino, vol, views, p, count, seglen, nullptr);
 }

@@ -4,7 +4,8 @@
 use std::any::TypeId;
 use std::sync::Arc;
 
-use cudarc::driver::{CudaSlice, DeviceRepr, PushKernelArg};
+use cudarc::driver::sys::CUfunction_attribute;
+use cudarc::driver::{CudaSlice, DeviceRepr, LaunchConfig, PushKernelArg};
 
 use super::cpu::ray::Grid;
 use super::geometry::{Beam, VecGeometry};
@@ -17,9 +18,27 @@ const RAY: KernelSource = KernelSource {
     options: &["--fmad=false", "--std=c++17"],
 };
 
-/// Planes per segment of the 3D transpose (`joseph_backward3_seg_f32`): on an H200 the 512³ cone
-/// transpose took 1026 ms unsegmented, 770 ms with 16, 762 ms with 64 planes per segment.
+/// Planes per segment of the 3D transpose (`joseph_backward3_seg_warp_f32`): on an H200 the 512³
+/// cone transpose (`joseph_backward3_seg_f32`, without warp aggregation) took 1026 ms
+/// unsegmented, 770 ms with 16, 762 ms with 64 planes per segment.
 const SEGMENT_PLANES: i32 = 64;
+
+/// Block shape of the shared-memory 2D forward (`joseph_forward2_smem_f32`), the configuration
+/// measured on an H200 (parallel2d_512: 0.294 ms against 0.466 ms for four threads per ray).
+mod slab {
+    /// Threads per block (the kernel's launch bounds).
+    pub(super) const THREADS: u32 = 256;
+    /// Views per block; a block holds `THREADS / VGROUP` = 32 detector cells of each.
+    pub(super) const VGROUP: i32 = 8;
+    /// Planes per segment staged in shared memory.
+    pub(super) const SEGLEN: i32 = 64;
+    /// Cells of the staged window per plane (a multiple of 8).
+    pub(super) const WCAP: i32 = 80;
+    /// Segments per block (grid z); partial sums of the blocks are added atomically.
+    pub(super) const SEGS_PER_BLOCK: i32 = 2;
+    /// Dynamic shared memory: the slab plus one window offset per plane (21760 bytes).
+    pub(super) const SHARED_BYTES: u32 = ((SEGLEN * (WCAP + 4) + SEGLEN) * 4) as u32;
+}
 
 /// Kernel parameters; must match `RayParams` in `kernels/ray_joseph.cu`.
 #[repr(C)]
@@ -162,25 +181,110 @@ impl CudaRay {
         Ok(())
     }
 
+    /// Launches `joseph_forward2_smem_f32` (2D, 32-bit indices) with the [`slab`] block shape on
+    /// a grid of (views / 8, detector cells / 32, segment pairs) blocks, zeroing `sino` first
+    /// when more than one block adds into a ray. Returns `false` (launching nothing) when the
+    /// grid or the shared memory does not fit the device.
+    fn forward2_smem(&self, vol: &CudaSlice<f32>, sino: &mut CudaSlice<f32>) -> Result<bool> {
+        let name = "joseph_forward2_smem_f32";
+        let f = self.ctx.function(&RAY, name)?;
+        // The dynamic shared memory a launch may take without opting in (48 KB less the static
+        // part on current GPUs); the slab stays below it.
+        let max_shared = f
+            .get_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
+            .map_err(driver_err(name))?;
+        if i64::from(slab::SHARED_BYTES) > i64::from(max_shared) {
+            return Ok(false);
+        }
+        let p = &self.params;
+        // Sizes are positive (checked at construction); u64 for the unsigned rounding up.
+        let n_max = p.shape[0].max(p.shape[1]).max(1) as u64;
+        let segments = n_max.div_ceil(slab::SEGLEN as u64);
+        let rays_per_block = u64::from(slab::THREADS) / slab::VGROUP as u64;
+        let grid = (
+            (p.nviews as u64).div_ceil(slab::VGROUP as u64),
+            (p.nu as u64).div_ceil(rays_per_block),
+            segments.div_ceil(slab::SEGS_PER_BLOCK as u64),
+        );
+        let (Ok(gx), Ok(gy), Ok(gz)) = (
+            u32::try_from(grid.0),
+            u16::try_from(grid.1),
+            u16::try_from(grid.2),
+        ) else {
+            return Ok(false);
+        };
+        if gx == 0 || gy == 0 {
+            return Ok(true); // no rays: nothing to compute
+        }
+        let stream = self.ctx.stream();
+        if gz > 1 {
+            stream
+                .memset_zeros(sino)
+                .map_err(driver_err("clearing the sinogram"))?;
+        }
+        let count = p.nviews;
+        let mut b = stream.launch_builder(&f);
+        b.arg(vol)
+            .arg(sino)
+            .arg(&self.views)
+            .arg(p)
+            .arg(&count)
+            .arg(&slab::SEGLEN)
+            .arg(&slab::VGROUP)
+            .arg(&slab::WCAP)
+            .arg(&slab::SEGS_PER_BLOCK);
+        let cfg = LaunchConfig {
+            grid_dim: (gx, u32::from(gy), u32::from(gz)),
+            block_dim: (slab::THREADS, 1, 1),
+            shared_mem_bytes: slab::SHARED_BYTES,
+        };
+        // SAFETY: the signature is (const float*, float*, const double*, RayParams, int count,
+        // int seglen, int vgroup, int wcap, int segs_per_block); the buffers hold the volume and
+        // the data of this geometry (checked by the caller); the block has THREADS = 256
+        // threads (the launch bounds, a multiple of 32 and of VGROUP) and the dynamic shared
+        // memory the kernel indexes, (SEGLEN * (WCAP + 4) + SEGLEN) floats, within the
+        // function's limit (checked above).
+        unsafe { b.launch(cfg) }.map_err(driver_err(name))?;
+        Ok(true)
+    }
+
     /// `sino = A vol` on the device.
     ///
-    /// Kernels (`kernels/ray_joseph.cu`): in 2D four threads share a ray (a 512² parallel scan
-    /// has too few rays to fill the GPU otherwise); in 3D one thread per ray; 32-bit voxel
-    /// indices when the volume allows, 64-bit ones otherwise. All visit the same taps with the
-    /// same weights.
+    /// Kernels (`kernels/ray_joseph.cu`), all visiting the same taps with the same weights:
+    /// - 2D, 32-bit voxel indices: `joseph_forward2_smem_f32`, blocks of 8 views × 32 detector
+    ///   cells marching through shared-memory slabs of 64 planes × 80 cells, two segments per
+    ///   block (see [`slab`]): with more than 128 planes the blocks' partial sums are added
+    ///   atomically into the zeroed sinogram, otherwise each ray's sum is stored as
+    ///   `joseph_forward2_i32_f32` forms it. Taps outside the staged window are read from the
+    ///   volume, so the taps and weights are those of the other kernels for any geometry.
+    ///   Where its grid or shared memory does not fit the device: `joseph_forward2_seg4_f32`,
+    ///   four threads per ray.
+    /// - 3D, 32-bit voxel indices: `joseph_forward3_i32_f32`, one thread per ray.
+    /// - Otherwise (64-bit indices): `joseph_forward_f32`, one thread per ray.
     pub(crate) fn forward(&self, vol: &CudaSlice<f32>, sino: &mut CudaSlice<f32>) -> Result<()> {
         let rays = self.rays();
         match (self.params.ndim, self.fits_i32()) {
-            (2, true) => self.launch("joseph_forward2_seg4_f32", 4 * rays, vol, sino, None),
+            (2, true) => {
+                if self.forward2_smem(vol, sino)? {
+                    return Ok(());
+                }
+                self.launch("joseph_forward2_seg4_f32", 4 * rays, vol, sino, None)
+            }
             (3, true) => self.launch("joseph_forward3_i32_f32", rays, vol, sino, None),
             _ => self.launch("joseph_forward_f32", rays, vol, sino, None),
         }
     }
 
     /// `vol = Aᵀ sino` on the device (unscaled transpose): the forward's taps scattered with
-    /// atomic adds. In 3D (32-bit indices) the rays are marched in segments of
-    /// [`SEGMENT_PLANES`] planes, all rays' first segments before their second ones, so that the
-    /// atomics of the threads in flight land in a slab of the volume that stays in L2.
+    /// atomic adds into the zeroed volume.
+    ///
+    /// Kernels (`kernels/ray_joseph.cu`):
+    /// - 3D, 32-bit voxel indices: `joseph_backward3_seg_warp_f32`, one thread per (segment of
+    ///   [`SEGMENT_PLANES`] planes, ray), all rays' first segments before their second ones, so
+    ///   that the atomics of the threads in flight land in a slab of the volume that stays in
+    ///   L2; a lane whose taps at a plane are its left neighbour's upper-row taps (neighbouring
+    ///   detector rows) adds the neighbour's contributions to its own, saving those atomics.
+    /// - Otherwise: `joseph_backward_atomic_f32`, one thread per ray, 64-bit indices.
     pub(crate) fn transpose(&self, sino: &CudaSlice<f32>, vol: &mut CudaSlice<f32>) -> Result<()> {
         self.ctx
             .stream()
@@ -191,7 +295,7 @@ impl CudaRay {
             (3, true) => {
                 let n_max = self.params.shape.iter().copied().max().unwrap_or(1) as usize;
                 let segments = n_max.div_ceil(SEGMENT_PLANES as usize);
-                let name = "joseph_backward3_seg_f32";
+                let name = "joseph_backward3_seg_warp_f32";
                 self.launch(name, rays * segments, sino, vol, Some(SEGMENT_PLANES))
             }
             _ => self.launch("joseph_backward_atomic_f32", rays, sino, vol, None),
