@@ -11,7 +11,7 @@
 use rayon::prelude::*;
 
 use super::kernels::{self, Plane};
-use super::ray::Grid;
+use super::ray::{Grid, Ray};
 use crate::tomo::geometry::VecGeometry;
 use crate::Scalar;
 
@@ -45,11 +45,23 @@ pub(crate) struct ViewRays<T> {
     pub(crate) class: [usize; 4],
     /// Plane range `[lo, hi)` of each class.
     pub(crate) planes: [(usize, usize); 3],
-    /// Plane ranges of groups of 8 consecutive rays of a class (the union of their ranges),
-    /// set by [`Self::orient`]; groups `vclass[a]..vclass[a + 1]` belong to class `a`.
-    pub(crate) vranges: Vec<(u32, u32)>,
-    /// See `vranges`.
-    pub(crate) vclass: [usize; 4],
+    /// Groups of up to 8 consecutive rays of a class that the SIMD kernels take together, set
+    /// by [`Self::orient`]; groups `gclass[a]..gclass[a + 1]` belong to class `a`.
+    pub(crate) groups: Vec<Group>,
+    /// See `groups`.
+    pub(crate) gclass: [usize; 4],
+    /// Scratch of [`Self::setup`]: the rays in detector order with their detector index.
+    tmp: Vec<(Ray<T>, u32)>,
+}
+
+/// Up to 8 consecutive rays `k..k + len` of a class, and the union `[lo, hi)` of their plane
+/// ranges.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Group {
+    pub(crate) k: u32,
+    pub(crate) len: u32,
+    pub(crate) lo: u32,
+    pub(crate) hi: u32,
 }
 
 impl<T: Scalar> ViewRays<T> {
@@ -66,8 +78,9 @@ impl<T: Scalar> ViewRays<T> {
             coef: Vec::new(),
             class: [0; 4],
             planes: [(0, 0); 3],
-            vranges: Vec::new(),
-            vclass: [0; 4],
+            groups: Vec::new(),
+            gclass: [0; 4],
+            tmp: Vec::new(),
         }
     }
 
@@ -85,32 +98,48 @@ impl<T: Scalar> ViewRays<T> {
         self.m0.clear();
         self.m1.clear();
         self.det.clear();
-        let mut rays = Vec::with_capacity(nu * nv);
+        // All rays first (reused buffer), then placed class by class.
+        self.tmp.clear();
+        let mut count = [0usize; 3];
         for iu in 0..nu {
             for iv in 0..nv {
                 if let Some(r) = grid.ray::<T>(geom, view, iu, iv) {
-                    rays.push((r, iu * nv + iv));
+                    count[r.a] += 1;
+                    self.tmp.push((r, (iu * nv + iv) as u32));
                 }
             }
         }
+        let total = self.tmp.len();
+        self.fb0.resize(total, T::zero());
+        self.sb.resize(total, T::zero());
+        self.fc0.resize(total, T::zero());
+        self.sc.resize(total, T::zero());
+        self.w.resize(total, T::zero());
+        self.m0.resize(total, 0);
+        self.m1.resize(total, 0);
+        self.det.resize(total, 0);
+        let mut next = [0, count[0], count[0] + count[1]];
+        self.class = [0, count[0], count[0] + count[1], total];
+        let mut range = [(usize::MAX, 0usize); 3];
+        for (r, d) in &self.tmp {
+            let k = next[r.a];
+            next[r.a] += 1;
+            self.fb0[k] = r.fb0;
+            self.sb[k] = r.sb;
+            self.fc0[k] = r.fc0;
+            self.sc[k] = r.sc;
+            self.w[k] = r.w;
+            self.m0[k] = r.m0 as u32;
+            self.m1[k] = r.m1 as u32;
+            self.det[k] = *d;
+            let (lo, hi) = &mut range[r.a];
+            *lo = (*lo).min(r.m0);
+            *hi = (*hi).max(r.m1);
+        }
         for a in 0..3 {
-            self.class[a] = self.det.len();
-            let (mut lo, mut hi) = (usize::MAX, 0);
-            for (r, d) in rays.iter().filter(|(r, _)| r.a == a) {
-                lo = lo.min(r.m0);
-                hi = hi.max(r.m1);
-                self.fb0.push(r.fb0);
-                self.sb.push(r.sb);
-                self.fc0.push(r.fc0);
-                self.sc.push(r.sc);
-                self.w.push(r.w);
-                self.m0.push(r.m0 as u32);
-                self.m1.push(r.m1 as u32);
-                self.det.push(*d as u32);
-            }
+            let (lo, hi) = range[a];
             self.planes[a] = if lo < hi { (lo, hi) } else { (0, 0) };
         }
-        self.class[3] = self.det.len();
     }
 
     pub(crate) fn set_coefficients(&mut self, row: &[T]) {
@@ -123,54 +152,90 @@ impl<T: Scalar> ViewRays<T> {
         );
     }
 
-    /// Orders the rays of each class by their in-plane coordinate `b` at the class's middle
-    /// plane (the windowed kernels want neighbouring lanes to tap neighbouring cells). Call
-    /// before [`Self::set_coefficients`].
-    pub(crate) fn orient(&mut self) {
+    /// Orders the rays for the SIMD kernels and forms their groups of 8 (call before
+    /// [`Self::set_coefficients`]). With one detector row (`nv = 1`, 2D) the rays of a class are
+    /// sorted by their in-plane coordinate `b` at the class's middle plane, so that neighbouring
+    /// lanes tap neighbouring cells. With several rows, the rays of one detector column (same
+    /// `iu`, consecutive `iv`) stay together, ascending in `c` (a column's rays share their `b`
+    /// track in circular and helical cone beams), and groups do not straddle columns.
+    pub(crate) fn orient(&mut self, nv: usize) {
         let mut order: Vec<usize> = Vec::new();
+        self.groups.clear();
         for a in 0..3 {
+            self.gclass[a] = self.groups.len();
             let (k0, k1) = (self.class[a], self.class[a + 1]);
-            if k1 - k0 < 2 {
+            if k0 == k1 {
                 continue;
             }
             let (lo, hi) = self.planes[a];
             let mid = T::from_index((lo + hi) / 2);
-            let key = |k: usize| self.fb0[k] + mid * self.sb[k];
             order.clear();
-            order.extend(k0..k1);
-            if order.windows(2).all(|w| key(w[0]) <= key(w[1])) {
-                continue;
+            if nv == 1 {
+                let key = |k: usize| self.fb0[k] + mid * self.sb[k];
+                order.extend(k0..k1);
+                if !order.windows(2).all(|w| key(w[0]) <= key(w[1])) {
+                    order.sort_by(|&x, &y| {
+                        key(x)
+                            .partial_cmp(&key(y))
+                            .unwrap_or(std::cmp::Ordering::Equal)
+                    });
+                }
+            } else {
+                let key = |k: usize| self.fc0[k] + mid * self.sc[k];
+                let mut r0 = k0;
+                while r0 < k1 {
+                    let col = self.det[r0] as usize / nv;
+                    let mut r1 = r0 + 1;
+                    while r1 < k1 && self.det[r1] as usize / nv == col {
+                        r1 += 1;
+                    }
+                    if key(r1 - 1) < key(r0) {
+                        order.extend((r0..r1).rev());
+                    } else {
+                        order.extend(r0..r1);
+                    }
+                    r0 = r1;
+                }
             }
-            order.sort_by(|&x, &y| {
-                key(x)
-                    .partial_cmp(&key(y))
-                    .unwrap_or(std::cmp::Ordering::Equal)
-            });
-            fn permute<U: Copy>(v: &mut [U], k0: usize, order: &[usize]) {
-                let seg: Vec<U> = order.iter().map(|&k| v[k]).collect();
-                v[k0..k0 + seg.len()].copy_from_slice(&seg);
+            if order.iter().enumerate().any(|(j, &k)| k != k0 + j) {
+                fn permute<U: Copy>(v: &mut [U], k0: usize, order: &[usize]) {
+                    let seg: Vec<U> = order.iter().map(|&k| v[k]).collect();
+                    v[k0..k0 + seg.len()].copy_from_slice(&seg);
+                }
+                permute(&mut self.fb0, k0, &order);
+                permute(&mut self.sb, k0, &order);
+                permute(&mut self.fc0, k0, &order);
+                permute(&mut self.sc, k0, &order);
+                permute(&mut self.w, k0, &order);
+                permute(&mut self.m0, k0, &order);
+                permute(&mut self.m1, k0, &order);
+                permute(&mut self.det, k0, &order);
             }
-            permute(&mut self.fb0, k0, &order);
-            permute(&mut self.sb, k0, &order);
-            permute(&mut self.fc0, k0, &order);
-            permute(&mut self.sc, k0, &order);
-            permute(&mut self.w, k0, &order);
-            permute(&mut self.m0, k0, &order);
-            permute(&mut self.m1, k0, &order);
-            permute(&mut self.det, k0, &order);
+            // Groups of 8 within runs (the whole class in 2D, one detector column otherwise).
+            let mut r0 = k0;
+            while r0 < k1 {
+                let mut r1 = r0 + 1;
+                if nv == 1 {
+                    r1 = k1;
+                } else {
+                    let col = self.det[r0] as usize / nv;
+                    while r1 < k1 && self.det[r1] as usize / nv == col {
+                        r1 += 1;
+                    }
+                }
+                for k in (r0..r1).step_by(8) {
+                    let e = (k + 8).min(r1);
+                    self.groups.push(Group {
+                        k: k as u32,
+                        len: (e - k) as u32,
+                        lo: self.m0[k..e].iter().copied().min().unwrap_or(0),
+                        hi: self.m1[k..e].iter().copied().max().unwrap_or(0),
+                    });
+                }
+                r0 = r1;
+            }
         }
-        self.vranges.clear();
-        for a in 0..3 {
-            self.vclass[a] = self.vranges.len();
-            let (k0, k1) = (self.class[a], self.class[a + 1]);
-            for k in (k0..k1).step_by(8) {
-                let e = (k + 8).min(k1);
-                let lo = self.m0[k..e].iter().copied().min().unwrap_or(0);
-                let hi = self.m1[k..e].iter().copied().max().unwrap_or(0);
-                self.vranges.push((lo, hi));
-            }
-        }
-        self.vclass[3] = self.vranges.len();
+        self.gclass[3] = self.groups.len();
     }
 
     /// The per-plane description of class `a`.
@@ -208,6 +273,9 @@ pub(crate) fn forward<T: Scalar>(geom: &VecGeometry, grid: &Grid, vol: &[T], sin
     if let Some((vol, sino)) = as_f32(vol, sino) {
         if super::window2d::available(geom, grid) {
             return super::window2d::forward(geom, grid, vol, sino);
+        }
+        if super::window3d::available(geom, grid) {
+            return super::window3d::forward(geom, grid, vol, sino);
         }
     }
     forward_planes(geom, grid, vol, sino)
@@ -267,6 +335,9 @@ pub(crate) fn transpose<T: Scalar>(
     if let Some((sino, vol)) = as_f32(sino, vol) {
         if super::window2d::available(geom, grid) {
             return super::window2d::transpose(geom, grid, sino, vol);
+        }
+        if super::window3d::available(geom, grid) {
+            return super::window3d::transpose(geom, grid, sino, vol, tasks);
         }
     }
     transpose_planes(geom, grid, sino, vol, tasks)

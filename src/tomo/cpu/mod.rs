@@ -4,6 +4,10 @@
 mod avx2;
 pub(crate) mod joseph;
 mod kernels;
+#[cfg(target_arch = "x86_64")]
+mod lanes;
 pub(crate) mod ray;
 #[cfg(target_arch = "x86_64")]
 mod window2d;
+#[cfg(target_arch = "x86_64")]
+mod window3d;

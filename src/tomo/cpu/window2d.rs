@@ -21,7 +21,8 @@ use std::arch::x86_64::*;
 
 use rayon::prelude::*;
 
-use super::joseph::ViewRays;
+use super::joseph::{Group, ViewRays};
+use super::lanes::{add_pair, coords, fits, lanes, window};
 use super::ray::{other_axes, Grid};
 use crate::tomo::geometry::VecGeometry;
 
@@ -144,7 +145,7 @@ pub(crate) fn forward(geom: &VecGeometry, grid: &Grid, vol: &[f32], sino: &mut [
                 }
                 for j in 0..count {
                     rays[j].setup(geom, grid, first + j);
-                    rays[j].orient();
+                    rays[j].orient(1);
                     accs[j].clear();
                     accs[j].resize(rays[j].det.len(), 0.0);
                 }
@@ -180,7 +181,7 @@ pub(crate) fn forward(geom: &VecGeometry, grid: &Grid, vol: &[f32], sino: &mut [
                                     npl,
                                     &r.fb0[k0..k1],
                                     &r.sb[k0..k1],
-                                    &r.vranges[r.vclass[a]..r.vclass[a + 1]],
+                                    &r.groups[r.gclass[a]..r.gclass[a + 1]],
                                     &mut acc[k0..k1],
                                 )
                             };
@@ -213,7 +214,7 @@ pub(crate) fn transpose(geom: &VecGeometry, grid: &Grid, sino: &[f32], vol: &mut
         rays[..count].par_iter_mut().enumerate().for_each(|(j, r)| {
             let view = first + j;
             r.setup(geom, grid, view);
-            r.orient();
+            r.orient(1);
             r.set_coefficients(&sino[view * nu..(view + 1) * nu]);
         });
         let rays = &rays[..count];
@@ -250,7 +251,7 @@ pub(crate) fn transpose(geom: &VecGeometry, grid: &Grid, sino: &[f32], vol: &mut
                                 npl,
                                 &r.fb0[k0..k1],
                                 &r.sb[k0..k1],
-                                &r.vranges[r.vclass[a]..r.vclass[a + 1]],
+                                &r.groups[r.gclass[a]..r.gclass[a + 1]],
                                 &r.coef[k0..k1],
                             )
                         };
@@ -291,44 +292,10 @@ impl SlabWriter {
     }
 }
 
-/// Ray parameters of lanes `k..k + 8`; past the end the last ray is repeated (its taps fit the
-/// same window) with `coef` 0.
-#[inline(always)]
-unsafe fn lanes(v: &[f32], k: usize, fill_zero: bool) -> __m256 {
-    if k + 8 <= v.len() {
-        return _mm256_loadu_ps(v.as_ptr().add(k));
-    }
-    let mut t = [if fill_zero { 0.0 } else { v[v.len() - 1] }; 8];
-    t[..v.len() - k].copy_from_slice(&v[k..]);
-    _mm256_loadu_ps(t.as_ptr())
-}
-
-/// Lower tap, weight of the upper tap, lane 0's lower tap and (lower tap − lane 0's lower tap)
-/// at plane `mv` (the plane number in every lane).
-#[inline(always)]
-unsafe fn coords(f0: __m256, s: __m256, mv: __m256) -> (__m256i, __m256, i32, __m256i) {
-    let f = _mm256_add_ps(f0, _mm256_mul_ps(mv, s));
-    let i = _mm256_sub_epi32(
-        _mm256_cvttps_epi32(_mm256_add_ps(f, _mm256_set1_ps(4.0))),
-        _mm256_set1_epi32(4),
-    );
-    let t = _mm256_sub_ps(f, _mm256_cvtepi32_ps(i));
-    let i0 = _mm256_cvtsi256_si32(i);
-    let idx = _mm256_sub_epi32(i, _mm256_set1_epi32(i0));
-    (i, t, i0, idx)
-}
-
-/// Whether every lane's lower tap is within 15 cells above lane 0's.
-#[inline(always)]
-unsafe fn fits(idx: __m256i) -> bool {
-    let lim = _mm256_set1_epi32(15);
-    _mm256_movemask_epi8(_mm256_cmpeq_epi32(_mm256_max_epu32(idx, lim), lim)) == -1
-}
-
 /// Planes `p0..p1` of the block (relative to `mb`) where vector `vi` may have taps.
 #[inline(always)]
-fn vector_planes(vr: &[(u32, u32)], vi: usize, mb: usize, npl: usize) -> (usize, usize) {
-    let (lo, hi) = vr[vi];
+fn vector_planes(vr: &[Group], vi: usize, mb: usize, npl: usize) -> (usize, usize) {
+    let (lo, hi) = (vr[vi].lo, vr[vi].hi);
     let p0 = (lo as usize).saturating_sub(mb).min(npl);
     let p1 = (hi as usize).saturating_sub(mb).min(npl);
     (p0, p1)
@@ -343,7 +310,7 @@ unsafe fn forward_block(
     npl: usize,
     fb0: &[f32],
     sb: &[f32],
-    vr: &[(u32, u32)],
+    vr: &[Group],
     acc: &mut [f32],
 ) {
     let n = fb0.len();
@@ -371,22 +338,7 @@ unsafe fn forward_block(
                 if (i0 + PAD as i32) as u32 >= (nb + PAD as i32) as u32 {
                     continue;
                 }
-                let w = r.offset(i0 as isize);
-                let lo = _mm256_loadu_ps(w);
-                let hi = _mm256_loadu_ps(w.add(8));
-                let lo1 = _mm256_loadu_ps(w.add(1));
-                let hi1 = _mm256_loadu_ps(w.add(9));
-                let sel = _mm256_castsi256_ps(_mm256_slli_epi32(idx, 28));
-                let v0 = _mm256_blendv_ps(
-                    _mm256_permutevar8x32_ps(lo, idx),
-                    _mm256_permutevar8x32_ps(hi, idx),
-                    sel,
-                );
-                let v1 = _mm256_blendv_ps(
-                    _mm256_permutevar8x32_ps(lo1, idx),
-                    _mm256_permutevar8x32_ps(hi1, idx),
-                    sel,
-                );
+                let (v0, v1) = window(r.offset(i0 as isize), idx);
                 let x = _mm256_add_ps(
                     _mm256_mul_ps(_mm256_sub_ps(one, t), v0),
                     _mm256_mul_ps(t, v1),
@@ -420,14 +372,6 @@ unsafe fn forward_block(
     }
 }
 
-/// Adds the pair `(x[0], x[1])` to cells `w[0], w[1]` (one 8-byte load and store).
-#[inline(always)]
-unsafe fn add_pair(w: *mut f32, x: *const f32) {
-    let c = _mm_castpd_ps(_mm_load_sd(w as *const f64));
-    let v = _mm_castpd_ps(_mm_load_sd(x as *const f64));
-    _mm_store_sd(w as *mut f64, _mm_castps_pd(_mm_add_ps(c, v)));
-}
-
 /// The transpose of [`forward_block`]: even lanes add their two taps to slab `even`, odd lanes
 /// to slab `odd` (neighbouring rays' tap pairs overlap; keeping them in separate slabs keeps
 /// the 8-byte read-modify-writes of one vector independent).
@@ -441,7 +385,7 @@ unsafe fn transpose_block(
     npl: usize,
     fb0: &[f32],
     sb: &[f32],
-    vr: &[(u32, u32)],
+    vr: &[Group],
     coef: &[f32],
 ) {
     let n = fb0.len();
