@@ -56,7 +56,7 @@ fn floor_small(x: f64) -> f64 {
 /// Planes `m ∈ [0, n_a)` where `f0 + m s ∈ (−1, n)`, widened by one on each side (the kernels
 /// check bounds per sample, so a conservative range is enough).
 #[inline(always)]
-fn plane_range(f0: f64, s: f64, n: usize, n_a: usize, lo: &mut f64, hi: &mut f64) {
+fn plane_range(f0: f64, s: f64, inv_s: f64, n: usize, n_a: usize, lo: &mut f64, hi: &mut f64) {
     let nf = n as f64;
     if s == 0.0 {
         if !(f0 > -1.0 && f0 < nf) {
@@ -64,7 +64,6 @@ fn plane_range(f0: f64, s: f64, n: usize, n_a: usize, lo: &mut f64, hi: &mut f64
         }
         return;
     }
-    let inv_s = 1.0 / s;
     let (t0, t1) = ((-1.0 - f0) * inv_s, (nf - f0) * inv_s);
     let (t0, t1) = if t0 < t1 { (t0, t1) } else { (t1, t0) };
     // Clamped to [−1, n_a + 1] first, so floor and ceiling by integer conversion are exact.
@@ -102,23 +101,28 @@ impl Grid {
             return None;
         }
         let (b, c) = other_axes(a);
-        let inv_da = 1.0 / d[a];
+        // The reciprocals of all components at once (independent divisions; a zero component
+        // gives an infinity that is never used: its slope is 0).
+        let inv_d = [1.0 / d[0], 1.0 / d[1], 1.0 / d[2]];
+        let inv_da = inv_d[a];
         let len = (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt();
         let w = self.h[a] * len * inv_da.abs();
         // Position along the ray at the first plane centre.
         let t0 = (self.min[a] + 0.5 * self.h[a] - q[a]) * inv_da;
         let tm = self.h[a] * inv_da;
-        let frac = |k: usize| -> (f64, f64) {
+        // Fractional index at the first plane, its slope per plane, and 1 / slope.
+        let frac = |k: usize| -> (f64, f64, f64) {
             let f0 = (q[k] + t0 * d[k] - self.min[k]) * self.inv_h[k] - 0.5;
-            (f0, tm * d[k] * self.inv_h[k])
+            let s = tm * d[k] * self.inv_h[k];
+            (f0, s, d[a] * inv_d[k] * self.h[k] * self.inv_h[a])
         };
-        let (fb0, sb) = frac(b);
-        let (fc0, sc) = if c < dims { frac(c) } else { (0.0, 0.0) };
+        let (fb0, sb, ib) = frac(b);
+        let (fc0, sc, ic) = if c < dims { frac(c) } else { (0.0, 0.0, 0.0) };
         let n_a = self.shape[a];
         let (mut lo, mut hi) = (0.0f64, n_a as f64);
-        plane_range(fb0, sb, self.shape[b], n_a, &mut lo, &mut hi);
+        plane_range(fb0, sb, ib, self.shape[b], n_a, &mut lo, &mut hi);
         if c < dims {
-            plane_range(fc0, sc, self.shape[c], n_a, &mut lo, &mut hi);
+            plane_range(fc0, sc, ic, self.shape[c], n_a, &mut lo, &mut hi);
         }
         if !(lo < hi) {
             return None;
