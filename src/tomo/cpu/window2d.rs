@@ -292,6 +292,27 @@ impl SlabWriter {
     }
 }
 
+/// Whether, at every plane `m_first..=m_last`, the taps of the eight lanes fit the window
+/// (lower taps within 15 cells above lane 0's, and lane 0's in `[−PAD, nb)`). Checked at the
+/// two end planes with margins: each lane's coordinate `f` is affine in the plane number; for
+/// `f ≥ −4` the computed lower tap is within one of `f` (below lane 0's tap −2 at an end this
+/// need not hold, so such spans take the checked loop); so the lanes' offsets from lane 0,
+/// within `[1, 13]` at both ends, are within `[0, 15]` in between.
+#[inline(always)]
+unsafe fn safe_span(f0: __m256, s: __m256, m_first: usize, m_last: usize, nb: i32) -> bool {
+    let mut ii = [[0i32; 8]; 2];
+    let mut base = [0i32; 2];
+    for (j, m) in [m_first, m_last].into_iter().enumerate() {
+        let (_, _, i0, idx) = coords(f0, s, _mm256_set1_ps(m as f32));
+        _mm256_storeu_si256(ii[j].as_mut_ptr() as *mut __m256i, idx);
+        base[j] = i0;
+    }
+    base.iter().all(|&b| b >= -2 && b <= nb - 2)
+        && ii
+            .iter()
+            .all(|v| v[1..].iter().all(|&x| (1..=13).contains(&x)))
+}
+
 /// Planes `p0..p1` of the block (relative to `mb`) where vector `vi` may have taps.
 #[inline(always)]
 fn vector_planes(vr: &[Group], vi: usize, mb: usize, npl: usize) -> (usize, usize) {
@@ -330,6 +351,27 @@ unsafe fn forward_block(
         // of the plane-major kernels (bit-identical results).
         let mut sum = lanes(acc, k, true);
         let mut mv = _mm256_set1_ps((mb + p0) as f32);
+        if safe_span(f0, s, mb + p0, mb + p1 - 1, nb) {
+            // Every plane of the span takes the windowed path: no per-plane checks.
+            for p in p0..p1 {
+                let (_, t, i0, idx) = coords(f0, s, mv);
+                mv = _mm256_add_ps(mv, one);
+                let r = scr.as_ptr().add(p * row + PAD);
+                let (v0, v1) = window(r.offset(i0 as isize), idx);
+                let x = _mm256_add_ps(
+                    _mm256_mul_ps(_mm256_sub_ps(one, t), v0),
+                    _mm256_mul_ps(t, v1),
+                );
+                sum = _mm256_add_ps(sum, x);
+            }
+            let mut out = [0f32; 8];
+            _mm256_storeu_ps(out.as_mut_ptr(), sum);
+            for (a, o) in acc[k..].iter_mut().zip(out) {
+                *a = o;
+            }
+            k += 8;
+            continue;
+        }
         for p in p0..p1 {
             let (i, t, i0, idx) = coords(f0, s, mv);
             mv = _mm256_add_ps(mv, one);
@@ -406,6 +448,7 @@ unsafe fn transpose_block(
         let f0 = lanes(fb0, k, false);
         let s = lanes(sb, k, false);
         let mut mv = _mm256_set1_ps((mb + p0) as f32);
+        let safe = safe_span(f0, s, mb + p0, mb + p1 - 1, nb);
         for p in p0..p1 {
             let (i, t, i0, idx) = coords(f0, s, mv);
             mv = _mm256_add_ps(mv, one);
@@ -413,8 +456,8 @@ unsafe fn transpose_block(
             let a1 = _mm256_mul_ps(c, t);
             let re = even.as_mut_ptr().add(p * row + PAD);
             let ro = odd.as_mut_ptr().add(p * row + PAD);
-            if fits(idx) {
-                if (i0 + PAD as i32) as u32 >= (nb + PAD as i32) as u32 {
+            if safe || fits(idx) {
+                if !safe && (i0 + PAD as i32) as u32 >= (nb + PAD as i32) as u32 {
                     continue;
                 }
                 // Taps in the padding land in cells that are never stored.
