@@ -12,7 +12,7 @@ use rayon::prelude::*;
 
 use super::kernels::{self, Plane};
 use super::ray::{Grid, Ray};
-use crate::tomo::geometry::VecGeometry;
+use crate::tomo::geometry::{Beam, VecGeometry};
 use crate::Scalar;
 
 /// Raw pointer to the volume, shared by the slab tasks of the transpose.
@@ -101,9 +101,24 @@ impl<T: Scalar> ViewRays<T> {
         // All rays first (reused buffer), then placed class by class.
         self.tmp.clear();
         let mut count = [0usize; 3];
+        // A parallel-beam view has one direction: its part of the set-up is done once.
+        let shared = match geom.beam() {
+            Beam::Parallel => {
+                let (_, d) = geom.ray(view, 0, 0);
+                Some((d, grid.direction(&d, geom.ndim())))
+            }
+            Beam::Point => None,
+        };
         for iu in 0..nu {
             for iv in 0..nv {
-                if let Some(r) = grid.ray::<T>(geom, view, iu, iv) {
+                let r = match &shared {
+                    Some((d, dir)) => dir.as_ref().and_then(|dir| {
+                        let (q, _) = geom.ray(view, iu, iv);
+                        grid.ray_at::<T>(&q, d, dir)
+                    }),
+                    None => grid.ray::<T>(geom, view, iu, iv),
+                };
+                if let Some(r) = r {
                     count[r.a] += 1;
                     self.tmp.push((r, (iu * nv + iv) as u32));
                 }

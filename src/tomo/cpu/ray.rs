@@ -32,6 +32,21 @@ pub(crate) struct Ray<T> {
     pub(crate) m1: usize,
 }
 
+/// The direction-dependent part of a ray's set-up: dominant axis `a`, `1/d[a]`, the weight `w`
+/// (step length per plane), and the slopes of the fractional indices along the other axes per
+/// plane with their reciprocals.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Direction {
+    a: usize,
+    three_d: bool,
+    inv_da: f64,
+    w: f64,
+    sb: f64,
+    inv_sb: f64,
+    sc: f64,
+    inv_sc: f64,
+}
+
 /// The two non-dominant axes, in increasing order.
 #[inline(always)]
 pub(crate) fn other_axes(a: usize) -> (usize, usize) {
@@ -85,9 +100,17 @@ impl Grid {
         iv: usize,
     ) -> Option<Ray<T>> {
         let (q, d) = geom.ray(view, iu, iv);
-        let dims = geom.ndim();
-        // Dominant axis in index space. Products with 1/h and one division per ray (not
-        // per coordinate): set-up runs once per ray and call, so it is kept cheap.
+        let dir = self.direction(&d, geom.ndim())?;
+        self.ray_at(&q, &d, &dir)
+    }
+
+    /// The part of a ray's set-up that depends only on its direction `d` (shared by all rays of
+    /// a parallel-beam view), or `None` for a zero direction.
+    #[inline]
+    pub(crate) fn direction(&self, d: &[f64; 3], dims: usize) -> Option<Direction> {
+        // Dominant axis in index space. Products with 1/h; the reciprocals of all components
+        // at once (independent divisions; a zero component gives an infinity that is never
+        // used: its slope is 0).
         let mut a = 0;
         let mut best = -1.0;
         for k in 0..dims {
@@ -101,28 +124,68 @@ impl Grid {
             return None;
         }
         let (b, c) = other_axes(a);
-        // The reciprocals of all components at once (independent divisions; a zero component
-        // gives an infinity that is never used: its slope is 0).
         let inv_d = [1.0 / d[0], 1.0 / d[1], 1.0 / d[2]];
         let inv_da = inv_d[a];
         let len = (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt();
-        let w = self.h[a] * len * inv_da.abs();
-        // Position along the ray at the first plane centre.
-        let t0 = (self.min[a] + 0.5 * self.h[a] - q[a]) * inv_da;
         let tm = self.h[a] * inv_da;
-        // Fractional index at the first plane, its slope per plane, and 1 / slope.
-        let frac = |k: usize| -> (f64, f64, f64) {
-            let f0 = (q[k] + t0 * d[k] - self.min[k]) * self.inv_h[k] - 0.5;
-            let s = tm * d[k] * self.inv_h[k];
-            (f0, s, d[a] * inv_d[k] * self.h[k] * self.inv_h[a])
+        // Slope per plane of the fractional index along k, and its reciprocal.
+        let slope = |k: usize| {
+            (
+                tm * d[k] * self.inv_h[k],
+                d[a] * inv_d[k] * self.h[k] * self.inv_h[a],
+            )
         };
-        let (fb0, sb, ib) = frac(b);
-        let (fc0, sc, ic) = if c < dims { frac(c) } else { (0.0, 0.0, 0.0) };
+        let (sb, inv_sb) = slope(b);
+        let (sc, inv_sc) = if c < dims { slope(c) } else { (0.0, 0.0) };
+        Some(Direction {
+            a,
+            three_d: c < dims,
+            inv_da,
+            w: self.h[a] * len * inv_da.abs(),
+            sb,
+            inv_sb,
+            sc,
+            inv_sc,
+        })
+    }
+
+    /// The ray through the point `q` with direction `d` (set up by [`Self::direction`]), or
+    /// `None` when it misses the grid.
+    #[inline]
+    pub(crate) fn ray_at<T: Scalar>(
+        &self,
+        q: &[f64; 3],
+        d: &[f64; 3],
+        dir: &Direction,
+    ) -> Option<Ray<T>> {
+        let a = dir.a;
+        let (b, c) = other_axes(a);
+        // Position along the ray at the first plane centre; fractional index there.
+        let t0 = (self.min[a] + 0.5 * self.h[a] - q[a]) * dir.inv_da;
+        let f0 = |k: usize| (q[k] + t0 * d[k] - self.min[k]) * self.inv_h[k] - 0.5;
+        let fb0 = f0(b);
+        let fc0 = if dir.three_d { f0(c) } else { 0.0 };
         let n_a = self.shape[a];
         let (mut lo, mut hi) = (0.0f64, n_a as f64);
-        plane_range(fb0, sb, ib, self.shape[b], n_a, &mut lo, &mut hi);
-        if c < dims {
-            plane_range(fc0, sc, ic, self.shape[c], n_a, &mut lo, &mut hi);
+        plane_range(
+            fb0,
+            dir.sb,
+            dir.inv_sb,
+            self.shape[b],
+            n_a,
+            &mut lo,
+            &mut hi,
+        );
+        if dir.three_d {
+            plane_range(
+                fc0,
+                dir.sc,
+                dir.inv_sc,
+                self.shape[c],
+                n_a,
+                &mut lo,
+                &mut hi,
+            );
         }
         if !(lo < hi) {
             return None;
@@ -130,10 +193,10 @@ impl Grid {
         Some(Ray {
             a,
             fb0: T::of(fb0),
-            sb: T::of(sb),
+            sb: T::of(dir.sb),
             fc0: T::of(fc0),
-            sc: T::of(sc),
-            w: T::of(w),
+            sc: T::of(dir.sc),
+            w: T::of(dir.w),
             m0: lo as usize,
             m1: hi as usize,
         })
