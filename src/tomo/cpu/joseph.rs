@@ -2,11 +2,14 @@
 //! transpose (parallel over volume slabs along each ray's dominant axis, so no two threads write
 //! the same voxel: no atomics, no per-thread volume copies).
 //!
-//! Both run plane-major: the rays of a view are set up once (grouped by dominant axis, stored
-//! as structure-of-arrays), then every plane of the volume is visited by all rays of the group
-//! while it is in cache. The per-plane kernels live in [`super::kernels`]: a portable one and,
-//! for `f32` on x86-64 with AVX2, a vectorised one; forward and transpose use the same per-plane
-//! interpolation coordinates, so they are exact transposes of each other.
+//! The rays of a view are set up once per call (grouped by dominant axis, stored as
+//! structure-of-arrays). For `f32` on x86-64 with AVX2 the windowed kernels run
+//! ([`super::window2d`], [`super::window3d`]: groups of eight rays fetch their taps with row
+//! loads and lane permutes, in blocks of planes); otherwise, and for classes the windowed 3D
+//! kernels do not take, the plane-major kernels of [`super::kernels`] (every plane visited by
+//! all rays of a class while it is in cache; portable, with an AVX2 gather version for `f32`).
+//! All use the same per-plane interpolation coordinates and weights, so every forward has its
+//! exact transpose.
 
 use rayon::prelude::*;
 
