@@ -298,27 +298,35 @@ pub(crate) fn transpose(
             (0..k).into_par_iter().for_each(|t| {
                 let ptr = &ptr;
                 let (p, q) = (t * n_a / k, (t + 1) * n_a / k);
-                for r in views {
-                    let (k0, k1) = (r.class[a], r.class[a + 1]);
-                    let (lo, hi) = r.planes[a];
-                    if k0 == k1 || hi <= p || lo >= q {
-                        continue;
-                    }
-                    if l.sc != 1 {
-                        let plane = l.plane();
-                        for m in lo.max(p)..hi.min(q) {
-                            // SAFETY: plane `m` (p <= m < q) of axis `a` is written only by
-                            // this task in this pass.
-                            unsafe {
-                                kernels::transpose_plane(&plane, ptr.0.add(m * l.sa), m, r, k0, k1)
-                            };
+                // Block of planes outside, views inside: a block stays in cache while all views
+                // of the pass add to it.
+                for mb in (p..q).step_by(PLANES) {
+                    let me = (mb + PLANES).min(q);
+                    for r in views {
+                        let (k0, k1) = (r.class[a], r.class[a + 1]);
+                        let (lo, hi) = r.planes[a];
+                        if k0 == k1 || hi <= mb || lo >= me {
+                            continue;
                         }
-                        continue;
-                    }
-                    let groups = &r.groups[r.gclass[a]..r.gclass[a + 1]];
-                    for mb in (lo.max(p)..hi.min(q)).step_by(PLANES) {
-                        let me = (mb + PLANES).min(hi.min(q));
-                        for g in groups {
+                        if l.sc != 1 {
+                            let plane = l.plane();
+                            for m in lo.max(mb)..hi.min(me) {
+                                // SAFETY: plane `m` (p <= m < q) of axis `a` is written only
+                                // by this task in this pass.
+                                unsafe {
+                                    kernels::transpose_plane(
+                                        &plane,
+                                        ptr.0.add(m * l.sa),
+                                        m,
+                                        r,
+                                        k0,
+                                        k1,
+                                    )
+                                };
+                            }
+                            continue;
+                        }
+                        for g in &r.groups[r.gclass[a]..r.gclass[a + 1]] {
                             let (m0, m1) = ((g.lo as usize).max(mb), (g.hi as usize).min(me));
                             if m0 < m1 {
                                 // SAFETY: as above; AVX2 and FMA checked by `available`.
