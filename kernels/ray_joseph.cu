@@ -181,6 +181,22 @@ extern "C" __global__ void joseph_backward_atomic_f32(const float* __restrict__ 
     }
 }
 
+// The 2D march of one ray over planes [mlo, mhi) with 32-bit indices: the per-plane taps and
+// weights of every kernel (f = fb0 + m*sb, rounded; taps floor(f), floor(f)+1 with weights 1-t, t),
+// added to acc in plane order.
+__device__ __forceinline__ float march2(const float* __restrict__ vol, const Ray& r, int nb, int sa, int sb,
+                                        int mlo, int mhi, float acc) {
+    for (int m = mlo; m < mhi; ++m) {
+        const float f = __fadd_rn(r.fb0, __fmul_rn((float)m, r.sb));
+        const int ib = __float2int_rz(__fadd_rn(f, 4.0f)) - 4;
+        const float tb = __fsub_rn(f, (float)ib);
+        const int base = m * sa + ib * sb;
+        if (ib >= 0 && ib < nb) acc = __fadd_rn(acc, __fmul_rn(__fsub_rn(1.0f, tb), __ldg(vol + base)));
+        if (ib + 1 >= 0 && ib + 1 < nb) acc = __fadd_rn(acc, __fmul_rn(tb, __ldg(vol + base + sb)));
+    }
+    return acc;
+}
+
 // ------------------------------------------------------------------ forward, 32-bit indexing
 // The same march as joseph_forward_f32 with the dimension fixed at compile time and 32-bit voxel
 // indices (used when the volume has fewer than 2^31 voxels). Same taps, same weights, same order
@@ -274,14 +290,7 @@ __device__ __forceinline__ void forward2_seg(const float* __restrict__ vol, floa
             const int nb = sh[r.b], sa = st[r.a], sb = st[r.b];
             const int len = r.m1 - r.m0;
             const int mlo = r.m0 + (len * seg) / SEG, mhi = r.m0 + (len * (seg + 1)) / SEG;
-            for (int m = mlo; m < mhi; ++m) {
-                const float f = __fadd_rn(r.fb0, __fmul_rn((float)m, r.sb));
-                const int ib = __float2int_rz(__fadd_rn(f, 4.0f)) - 4;
-                const float tb = __fsub_rn(f, (float)ib);
-                const int base = m * sa + ib * sb;
-                if (ib >= 0 && ib < nb) acc = __fadd_rn(acc, __fmul_rn(__fsub_rn(1.0f, tb), __ldg(vol + base)));
-                if (ib + 1 >= 0 && ib + 1 < nb) acc = __fadd_rn(acc, __fmul_rn(tb, __ldg(vol + base + sb)));
-            }
+            acc = march2(vol, r, nb, sa, sb, mlo, mhi, acc);
         }
 #pragma unroll
         for (int o = SEG / 2; o > 0; o >>= 1) acc = __fadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, o, SEG));
@@ -521,14 +530,7 @@ joseph_forward2_smem_f32(const float* __restrict__ vol, float* __restrict__ sino
         } else if (act) {
             // A ray along the other axis (views near 45 degrees, fan beams): the production march.
             const int nb = sh[r.b], sa = st[r.a], sb = st[r.b];
-            for (int m = mlo; m < mhi; ++m) {
-                const float f = __fadd_rn(r.fb0, __fmul_rn((float)m, r.sb));
-                const int ib = __float2int_rz(__fadd_rn(f, 4.0f)) - 4;
-                const float tb = __fsub_rn(f, (float)ib);
-                const int base = m * sa + ib * sb;
-                if (ib >= 0 && ib < nb) acc = __fadd_rn(acc, __fmul_rn(__fsub_rn(1.0f, tb), __ldg(vol + base)));
-                if (ib + 1 >= 0 && ib + 1 < nb) acc = __fadd_rn(acc, __fmul_rn(tb, __ldg(vol + base + sb)));
-            }
+            acc = march2(vol, r, nb, sa, sb, mlo, mhi, acc);
         }
     }
     if (!valid) return;

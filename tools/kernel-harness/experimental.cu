@@ -664,14 +664,7 @@ extern "C" __global__ void joseph_forward2_segatomic_f32(const float* __restrict
         if (mlo >= mhi) continue;
         const int nb = sh[r.b], sa = st[r.a], sb = st[r.b];
         float acc = 0.0f;
-        for (int m = mlo; m < mhi; ++m) {
-            const float f = __fadd_rn(r.fb0, __fmul_rn((float)m, r.sb));
-            const int ib = __float2int_rz(__fadd_rn(f, 4.0f)) - 4;
-            const float tb = __fsub_rn(f, (float)ib);
-            const int base = m * sa + ib * sb;
-            if (ib >= 0 && ib < nb) acc = __fadd_rn(acc, __fmul_rn(__fsub_rn(1.0f, tb), __ldg(vol + base)));
-            if (ib + 1 >= 0 && ib + 1 < nb) acc = __fadd_rn(acc, __fmul_rn(tb, __ldg(vol + base + sb)));
-        }
+        acc = march2(vol, r, nb, sa, sb, mlo, mhi, acc);
         atomicAdd(sino + (u64)view * nu + iu, __fmul_rn(acc, r.w));
     }
 }

@@ -176,6 +176,17 @@ pub(crate) fn forward(geom: &VecGeometry, grid: &Grid, vol: &[f32], sino: &mut [
     );
 }
 
+/// The ray parameters `fb0, sb, fc0, sc` of the group's lanes `k..k + len`.
+#[inline(always)]
+unsafe fn group_lanes(r: &ViewRays<f32>, k: usize, len: usize) -> (__m256, __m256, __m256, __m256) {
+    (
+        lanes_n(&r.fb0, k, len, false),
+        lanes_n(&r.sb, k, len, false),
+        lanes_n(&r.fc0, k, len, false),
+        lanes_n(&r.sc, k, len, false),
+    )
+}
+
 /// One tap's value `vol[j]` when `(jb, jc)` is in the grid, else 0.
 #[inline(always)]
 fn tap(vol: &[f32], l: &Layout, m: usize, jb: i32, jc: i32) -> f32 {
@@ -198,10 +209,7 @@ unsafe fn forward_group(
     acc: &mut [f32],
 ) {
     let (k, len) = (g.k as usize, g.len as usize);
-    let fb0 = lanes_n(&r.fb0, k, len, false);
-    let sb = lanes_n(&r.sb, k, len, false);
-    let fc0 = lanes_n(&r.fc0, k, len, false);
-    let sc = lanes_n(&r.sc, k, len, false);
+    let (fb0, sb, fc0, sc) = group_lanes(r, k, len);
     let one = _mm256_set1_ps(1.0);
     let mut sum = lanes_n(acc, 0, len, true);
     let mut mv = _mm256_set1_ps(m0 as f32);
@@ -359,10 +367,7 @@ unsafe fn transpose_group(
     if _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_NEQ_UQ>(c, _mm256_setzero_ps())) == 0 {
         return;
     }
-    let fb0 = lanes_n(&r.fb0, k, len, false);
-    let sb = lanes_n(&r.sb, k, len, false);
-    let fc0 = lanes_n(&r.fc0, k, len, false);
-    let sc = lanes_n(&r.sc, k, len, false);
+    let (fb0, sb, fc0, sc) = group_lanes(r, k, len);
     let one = _mm256_set1_ps(1.0);
     // Position of lane q's pair after unpacklo/unpackhi.
     const PAIR: [usize; 8] = [0, 2, 8, 10, 4, 6, 12, 14];
