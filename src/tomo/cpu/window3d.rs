@@ -395,10 +395,15 @@ unsafe fn transpose_group(
                 let p1 = p0.add(l.sb);
                 prefetch_rows(p0, l.sb);
                 if inner {
-                    // Even lanes first, then odd ones: neighbouring lanes' pairs may overlap.
-                    for q in [0, 2, 4, 6, 1, 3, 5, 7] {
-                        add_pair(p0.add(ii[q] as usize), pr[0].as_ptr().add(PAIR[q]));
-                        add_pair(p1.add(ii[q] as usize), pr[1].as_ptr().add(PAIR[q]));
+                    // Even lanes, then odd ones (neighbouring lanes' pairs may overlap), one row
+                    // after the other: overlapping accesses stay far apart.
+                    for h in [[0, 2, 4, 6], [1, 3, 5, 7]] {
+                        for q in h {
+                            add_pair(p0.add(ii[q] as usize), pr[0].as_ptr().add(PAIR[q]));
+                        }
+                        for q in h {
+                            add_pair(p1.add(ii[q] as usize), pr[1].as_ptr().add(PAIR[q]));
+                        }
                     }
                 } else {
                     // Only cells of the row: others may belong to another task's planes.
