@@ -351,33 +351,14 @@ unsafe fn forward_block(
         // of the plane-major kernels (bit-identical results).
         let mut sum = lanes(acc, k, true);
         let mut mv = _mm256_set1_ps((mb + p0) as f32);
-        if safe_span(f0, s, mb + p0, mb + p1 - 1, nb) {
-            // Every plane of the span takes the windowed path: no per-plane checks.
-            for p in p0..p1 {
-                let (_, t, i0, idx) = coords(f0, s, mv);
-                mv = _mm256_add_ps(mv, one);
-                let r = scr.as_ptr().add(p * row + PAD);
-                let (v0, v1) = window(r.offset(i0 as isize), idx);
-                let x = _mm256_add_ps(
-                    _mm256_mul_ps(_mm256_sub_ps(one, t), v0),
-                    _mm256_mul_ps(t, v1),
-                );
-                sum = _mm256_add_ps(sum, x);
-            }
-            let mut out = [0f32; 8];
-            _mm256_storeu_ps(out.as_mut_ptr(), sum);
-            for (a, o) in acc[k..].iter_mut().zip(out) {
-                *a = o;
-            }
-            k += 8;
-            continue;
-        }
+        // A span proven to fit the window needs no per-plane checks.
+        let safe = safe_span(f0, s, mb + p0, mb + p1 - 1, nb);
         for p in p0..p1 {
             let (i, t, i0, idx) = coords(f0, s, mv);
             mv = _mm256_add_ps(mv, one);
             let r = scr.as_ptr().add(p * row + PAD);
-            if fits(idx) {
-                if (i0 + PAD as i32) as u32 >= (nb + PAD as i32) as u32 {
+            if safe || fits(idx) {
+                if !safe && (i0 + PAD as i32) as u32 >= (nb + PAD as i32) as u32 {
                     continue;
                 }
                 let (v0, v1) = window(r.offset(i0 as isize), idx);
