@@ -197,57 +197,97 @@ __device__ __forceinline__ float march2(const float* __restrict__ vol, const Ray
     return acc;
 }
 
+// The 3D march of one ray over planes [mlo, mhi) with 32-bit indices (sh, st: the grid's shape
+// and strides): the per-plane taps and weights of every kernel, bilinear in (b, c), added to acc
+// in plane order.
+__device__ __forceinline__ float march3(const float* __restrict__ vol, const Ray& r, const int* sh, const int* st,
+                                        int mlo, int mhi, float acc) {
+    const int nb = sh[r.b], sa = st[r.a], sb = st[r.b], nc = sh[r.c], sc = st[r.c];
+    for (int m = mlo; m < mhi; ++m) {
+        const float mf = (float)m;
+        const float f = __fadd_rn(r.fb0, __fmul_rn(mf, r.sb));
+        const int ib = __float2int_rz(__fadd_rn(f, 4.0f)) - 4;
+        const float tb = __fsub_rn(f, (float)ib);
+        const float wb0 = __fsub_rn(1.0f, tb), wb1 = tb;
+        const float fc = __fadd_rn(r.fc0, __fmul_rn(mf, r.sc));
+        const int ic = __float2int_rz(__fadd_rn(fc, 4.0f)) - 4;
+        const float tc = __fsub_rn(fc, (float)ic);
+        const float wc0 = __fsub_rn(1.0f, tc), wc1 = tc;
+        const bool b0 = ib >= 0 && ib < nb, b1 = ib + 1 >= 0 && ib + 1 < nb;
+        const bool c0 = ic >= 0 && ic < nc, c1 = ic + 1 >= 0 && ic + 1 < nc;
+        const int i00 = m * sa + ib * sb + ic * sc;
+        if (b0 && c0) acc = __fadd_rn(acc, __fmul_rn(__fmul_rn(wb0, wc0), __ldg(vol + i00)));
+        if (b0 && c1) acc = __fadd_rn(acc, __fmul_rn(__fmul_rn(wb0, wc1), __ldg(vol + i00 + sc)));
+        if (b1 && c0) acc = __fadd_rn(acc, __fmul_rn(__fmul_rn(wb1, wc0), __ldg(vol + i00 + sb)));
+        if (b1 && c1) acc = __fadd_rn(acc, __fmul_rn(__fmul_rn(wb1, wc1), __ldg(vol + i00 + sb + sc)));
+    }
+    return acc;
+}
+
+// Thread g of the chunked, segmented 3D order: (chunk of 32 detector rows, segment of planes,
+// view, detector column, row in the chunk), so that a warp holds 32 rows of one column and the
+// threads of consecutive blocks take neighbouring columns and views of the same chunk and
+// segment. Launched with one block per 256 threads (no grid stride, src/tomo/cuda.rs), the blocks
+// in flight then hold a few consecutive views whose taps lie in one slab (the segment's planes) of
+// one band (the chunk's rows) of the volume, which L2 keeps. Returns false for rows past nv.
+struct ChunkRay {
+    int seg, view, iu, iv;
+};
+
+__device__ __forceinline__ bool chunk_ray(const RayParams& p, int count, int nseg, u64 g, ChunkRay& o) {
+    const u64 per_view = (u64)p.nu * 32u;
+    const u64 per_seg = (u64)count * per_view;
+    const u64 cs = g / per_seg;  // chunk * nseg + seg
+    const u64 t = g - cs * per_seg;
+    const int chunk = (int)(cs / (u64)nseg);
+    o.seg = (int)(cs - (u64)chunk * (u64)nseg);
+    const unsigned vloc = (unsigned)(t / per_view);
+    const unsigned t2 = (unsigned)(t - (u64)vloc * per_view);
+    o.view = p.first_view + (int)vloc;
+    o.iu = (int)(t2 >> 5);
+    o.iv = chunk * 32 + (int)(t2 & 31u);
+    return o.iv < p.nv;
+}
+
 // ------------------------------------------------------------------ forward, 32-bit indexing
 // The same march as joseph_forward_f32 with the dimension fixed at compile time and 32-bit voxel
 // indices (used when the volume has fewer than 2^31 voxels). Same taps, same weights, same order
 // of the additions: the result is bit-identical to joseph_forward_f32.
-template <int NDIM>
+//
+// CHUNK (3D, joseph_forward3_chunk_f32, harness only): the threads take the rays in the order of
+// chunk_ray with one segment (chunk of 32 detector rows, view, column, row) instead of (view,
+// column, row). Same rays, same sums (bit-identical); H200, cone_512: 285 -> 238 ms in a
+// grid-stride launch, 227 ms in an ordered one; in segments of 128 planes
+// (joseph_forward3_chunkseg_f32, the production forward) 174 ms (tools/kernel-harness/vec_probe.cu).
+template <int NDIM, bool CHUNK>
 __device__ __forceinline__ void forward_i32(const float* __restrict__ vol, float* __restrict__ sino,
                                             const double* __restrict__ views, const RayParams& p, int count) {
     const unsigned per_view = (unsigned)p.nu * (unsigned)p.nv;
-    const u64 total = (u64)per_view * (u64)count;
+    const u64 total = CHUNK ? (u64)((p.nv + 31) / 32) * (u64)count * (u64)p.nu * 32u : (u64)per_view * (u64)count;
     const int sh[3] = {(int)p.shape[0], (int)p.shape[1], (int)p.shape[2]};
     const int st[3] = {sh[1] * sh[2], sh[2], 1};
     for (u64 g = blockIdx.x * (u64)blockDim.x + threadIdx.x; g < total; g += (u64)gridDim.x * blockDim.x) {
-        const unsigned vloc = (unsigned)(g / per_view);
-        const unsigned rem = (unsigned)(g - (u64)vloc * per_view);
+        unsigned vloc, rem;
+        int iu, iv;
+        if (CHUNK) {
+            ChunkRay q;  // one segment: the order (chunk, view, column, row)
+            if (!chunk_ray(p, count, 1, g, q)) continue;
+            vloc = (unsigned)(q.view - p.first_view);
+            iu = q.iu;
+            iv = q.iv;
+            rem = (unsigned)iu * (unsigned)p.nv + (unsigned)iv;
+        } else {
+            vloc = (unsigned)(g / per_view);
+            rem = (unsigned)(g - (u64)vloc * per_view);
+            iu = (int)(rem / (unsigned)p.nv);
+            iv = (int)(rem % (unsigned)p.nv);
+        }
         const int view = p.first_view + (int)vloc;
-        const int iu = (int)(rem / (unsigned)p.nv), iv = (int)(rem % (unsigned)p.nv);
         Ray r;
         float acc = 0.0f;
         if (setup_ray(p, views, view, iu, iv, r)) {
-            const int nb = sh[r.b], sa = st[r.a], sb = st[r.b];
-            const int nc = NDIM == 3 ? sh[r.c] : 1, sc = NDIM == 3 ? st[r.c] : 0;
-            for (int m = r.m0; m < r.m1; ++m) {
-                const float mf = (float)m;
-                int ib; float tb;
-                {
-                    const float f = __fadd_rn(r.fb0, __fmul_rn(mf, r.sb));
-                    ib = __float2int_rz(__fadd_rn(f, 4.0f)) - 4;
-                    tb = __fsub_rn(f, (float)ib);
-                }
-                const float wb0 = __fsub_rn(1.0f, tb), wb1 = tb;
-                const int base = m * sa + ib * sb;
-                const bool b0 = ib >= 0 && ib < nb, b1 = ib + 1 >= 0 && ib + 1 < nb;
-                if (NDIM == 2) {
-                    if (b0) acc = __fadd_rn(acc, __fmul_rn(wb0, __ldg(vol + base)));
-                    if (b1) acc = __fadd_rn(acc, __fmul_rn(wb1, __ldg(vol + base + sb)));
-                } else {
-                    int ic; float tc;
-                    {
-                        const float f = __fadd_rn(r.fc0, __fmul_rn(mf, r.sc));
-                        ic = __float2int_rz(__fadd_rn(f, 4.0f)) - 4;
-                        tc = __fsub_rn(f, (float)ic);
-                    }
-                    const float wc0 = __fsub_rn(1.0f, tc), wc1 = tc;
-                    const bool c0 = ic >= 0 && ic < nc, c1 = ic + 1 >= 0 && ic + 1 < nc;
-                    const int i00 = base + ic * sc;
-                    if (b0 && c0) acc = __fadd_rn(acc, __fmul_rn(__fmul_rn(wb0, wc0), __ldg(vol + i00)));
-                    if (b0 && c1) acc = __fadd_rn(acc, __fmul_rn(__fmul_rn(wb0, wc1), __ldg(vol + i00 + sc)));
-                    if (b1 && c0) acc = __fadd_rn(acc, __fmul_rn(__fmul_rn(wb1, wc0), __ldg(vol + i00 + sb)));
-                    if (b1 && c1) acc = __fadd_rn(acc, __fmul_rn(__fmul_rn(wb1, wc1), __ldg(vol + i00 + sb + sc)));
-                }
-            }
+            if (NDIM == 2) acc = march2(vol, r, sh[r.b], st[r.a], st[r.b], r.m0, r.m1, acc);
+            else acc = march3(vol, r, sh, st, r.m0, r.m1, acc);
             acc = __fmul_rn(acc, r.w);
         }
         sino[(u64)view * per_view + rem] = acc;
@@ -256,12 +296,51 @@ __device__ __forceinline__ void forward_i32(const float* __restrict__ vol, float
 
 extern "C" __global__ void joseph_forward2_i32_f32(const float* __restrict__ vol, float* __restrict__ sino,
                                                    const double* __restrict__ views, RayParams p, int count) {
-    forward_i32<2>(vol, sino, views, p, count);
+    forward_i32<2, false>(vol, sino, views, p, count);
 }
 
 extern "C" __global__ void joseph_forward3_i32_f32(const float* __restrict__ vol, float* __restrict__ sino,
                                                    const double* __restrict__ views, RayParams p, int count) {
-    forward_i32<3>(vol, sino, views, p, count);
+    forward_i32<3, false>(vol, sino, views, p, count);
+}
+
+// Harness only. Threads: ceil(nv / 32) * 32 * nu * count (rows past nv idle).
+extern "C" __global__ void joseph_forward3_chunk_f32(const float* __restrict__ vol, float* __restrict__ sino,
+                                                     const double* __restrict__ views, RayParams p, int count) {
+    forward_i32<3, true>(vol, sino, views, p, count);
+}
+
+// 3D forward in the chunked, segmented order of chunk_ray: one thread per (segment of seglen
+// planes, ray); each adds its segment's partial sum, times w, into the sinogram, which must be
+// zeroed first. The same taps and weights as the other forwards, summed per segment (the sums
+// differ from the unsegmented ones at the rounding level).
+// Threads: ceil(nv / 32) * 32 * nu * count * ceil(max(n0, n1, n2) / seglen).
+__device__ __forceinline__ void forward3_chunkseg(const float* __restrict__ vol, float* __restrict__ sino,
+                                                  const double* __restrict__ views, const RayParams& p, int count,
+                                                  int seglen) {
+    const int sh[3] = {(int)p.shape[0], (int)p.shape[1], (int)p.shape[2]};
+    const int st[3] = {sh[1] * sh[2], sh[2], 1};
+    const int nmax = max(sh[0], max(sh[1], sh[2]));
+    const int nseg = (nmax + seglen - 1) / seglen;
+    const u64 total = (u64)((p.nv + 31) / 32) * (u64)nseg * (u64)count * (u64)p.nu * 32u;
+    for (u64 g = blockIdx.x * (u64)blockDim.x + threadIdx.x; g < total; g += (u64)gridDim.x * blockDim.x) {
+        ChunkRay q;
+        if (!chunk_ray(p, count, nseg, g, q)) continue;
+        Ray r;
+        if (!setup_ray(p, views, q.view, q.iu, q.iv, r)) continue;
+        const int mlo = max(r.m0, q.seg * seglen), mhi = min(r.m1, (q.seg + 1) * seglen);
+        if (mlo >= mhi) continue;
+        const float acc = march3(vol, r, sh, st, mlo, mhi, 0.0f);
+        atomicAdd(sino + ((u64)q.view * (u64)p.nu + (u64)q.iu) * (u64)p.nv + (u64)q.iv, __fmul_rn(acc, r.w));
+    }
+}
+
+// Five blocks per multiprocessor requested (H200, cone_512: 174 ms; 178 ms with the default
+// register allocation, 178 / 207 ms with six / eight).
+extern "C" __global__ void __launch_bounds__(256, 5)
+joseph_forward3_chunkseg_f32(const float* __restrict__ vol, float* __restrict__ sino, const double* __restrict__ views,
+                             RayParams p, int count, int seglen) {
+    forward3_chunkseg(vol, sino, views, p, count, seglen);
 }
 
 // 2D forward with SEG threads per ray (adjacent lanes), each marching a contiguous share of the
@@ -540,6 +619,66 @@ joseph_forward2_smem_f32(const float* __restrict__ vol, float* __restrict__ sino
 }
 
 
+// One plane m of the warp-merged scatter (all 32 lanes call it together; `on`: the lane's ray
+// is marching at plane m; c = w * y; prev_a: lane l-1's axis). See backward3_seg_warp below.
+template <bool COUNT>
+__device__ __forceinline__ void warp_merge_scatter(float* __restrict__ vol, const Ray& r, int m, bool on, float c,
+                                                   int lane, int prev_a, const int* sh, const int* st,
+                                                   unsigned long long* n_done, unsigned long long* n_saved) {
+    const unsigned full = 0xffffffffu;
+    const int a = r.a;
+    const int nb = sh[r.b], sa = a >= 0 ? st[a] : 0, sb = st[r.b], nc = sh[r.c], sc = st[r.c];
+    int ib = 0, ic = 0, i00 = 0;
+    bool b0 = false, b1 = false, c0 = false, c1 = false;
+    float v00 = 0.0f, v01 = 0.0f, v10 = 0.0f, v11 = 0.0f;
+    if (on) {
+        const float mf = (float)m;
+        const float f = __fadd_rn(r.fb0, __fmul_rn(mf, r.sb));
+        ib = __float2int_rz(__fadd_rn(f, 4.0f)) - 4;
+        const float tb = __fsub_rn(f, (float)ib);
+        const float wb0 = __fsub_rn(1.0f, tb), wb1 = tb;
+        const float fc = __fadd_rn(r.fc0, __fmul_rn(mf, r.sc));
+        ic = __float2int_rz(__fadd_rn(fc, 4.0f)) - 4;
+        const float tc = __fsub_rn(fc, (float)ic);
+        const float wc0 = __fsub_rn(1.0f, tc), wc1 = tc;
+        b0 = ib >= 0 && ib < nb;
+        b1 = ib + 1 >= 0 && ib + 1 < nb;
+        c0 = ic >= 0 && ic < nc;
+        c1 = ic + 1 >= 0 && ic + 1 < nc;
+        i00 = m * sa + ib * sb + ic * sc;
+        v00 = __fmul_rn(c, __fmul_rn(wb0, wc0));
+        v01 = __fmul_rn(c, __fmul_rn(wb0, wc1));
+        v10 = __fmul_rn(c, __fmul_rn(wb1, wc0));
+        v11 = __fmul_rn(c, __fmul_rn(wb1, wc1));
+    }
+    // All 32 lanes execute these.
+    const int key_b = on ? ib : -0x7fffffff - 1;  // an idle lane matches no one
+    const int prev_b = __shfl_up_sync(full, key_b, 1);
+    const int prev_c = __shfl_up_sync(full, ic, 1);
+    const float prev_v01 = __shfl_up_sync(full, v01, 1);
+    const float prev_v11 = __shfl_up_sync(full, v11, 1);
+    const bool take = on && lane > 0 && prev_a == a && prev_b == ib && prev_c + 1 == ic;
+    const unsigned takers = __ballot_sync(full, take);
+    const bool gave = (((takers >> 1) >> lane) & 1u) != 0u;  // lane l+1 took this lane's c+1 taps
+    if (take) {
+        // Lane l-1's taps (ib, ic + 1) and (ib + 1, ic + 1) are this lane's (ib, ic) and
+        // (ib + 1, ic), with the same validity.
+        v00 = __fadd_rn(v00, prev_v01);
+        v10 = __fadd_rn(v10, prev_v11);
+    }
+    if (on) {
+        if (b0 && c0) atomicAdd(vol + i00, v00);
+        if (b0 && c1 && !gave) atomicAdd(vol + i00 + sc, v01);
+        if (b1 && c0) atomicAdd(vol + i00 + sb, v10);
+        if (b1 && c1 && !gave) atomicAdd(vol + i00 + sb + sc, v11);
+        if (COUNT) {
+            const int nc1 = (b0 && c1 ? 1 : 0) + (b1 && c1 ? 1 : 0);
+            *n_done += (unsigned long long)((b0 && c0 ? 1 : 0) + (b1 && c0 ? 1 : 0) + (gave ? 0 : nc1));
+            *n_saved += (unsigned long long)(gave ? nc1 : 0);
+        }
+    }
+}
+
 // ------------------------------- 3D segmented transpose with warp aggregation of shared taps
 // The production 3D transpose for volumes with 32-bit indices (src/tomo/cuda.rs): seglen 64, one
 // thread per (segment, ray), 256 threads per block, grid-stride. H200 (tools/kernel-harness):
@@ -605,60 +744,9 @@ __device__ __forceinline__ void backward3_seg_warp(const float* __restrict__ sin
             ulo = min(ulo, __shfl_xor_sync(full, ulo, o));
             uhi = max(uhi, __shfl_xor_sync(full, uhi, o));
         }
-        const int a = r.a;
-        const int prev_a = __shfl_up_sync(full, a, 1);
-        const int nb = sh[r.b], sa = a >= 0 ? st[a] : 0, sb = st[r.b], nc = sh[r.c], sc = st[r.c];
+        const int prev_a = __shfl_up_sync(full, r.a, 1);
         for (int m = ulo; m < uhi; ++m) {  // warp-uniform bounds
-            const bool on = m >= mlo && m < mhi;
-            int ib = 0, ic = 0, i00 = 0;
-            bool b0 = false, b1 = false, c0 = false, c1 = false;
-            float v00 = 0.0f, v01 = 0.0f, v10 = 0.0f, v11 = 0.0f;
-            if (on) {
-                const float mf = (float)m;
-                const float f = __fadd_rn(r.fb0, __fmul_rn(mf, r.sb));
-                ib = __float2int_rz(__fadd_rn(f, 4.0f)) - 4;
-                const float tb = __fsub_rn(f, (float)ib);
-                const float wb0 = __fsub_rn(1.0f, tb), wb1 = tb;
-                const float fc = __fadd_rn(r.fc0, __fmul_rn(mf, r.sc));
-                ic = __float2int_rz(__fadd_rn(fc, 4.0f)) - 4;
-                const float tc = __fsub_rn(fc, (float)ic);
-                const float wc0 = __fsub_rn(1.0f, tc), wc1 = tc;
-                b0 = ib >= 0 && ib < nb;
-                b1 = ib + 1 >= 0 && ib + 1 < nb;
-                c0 = ic >= 0 && ic < nc;
-                c1 = ic + 1 >= 0 && ic + 1 < nc;
-                i00 = m * sa + ib * sb + ic * sc;
-                v00 = __fmul_rn(c, __fmul_rn(wb0, wc0));
-                v01 = __fmul_rn(c, __fmul_rn(wb0, wc1));
-                v10 = __fmul_rn(c, __fmul_rn(wb1, wc0));
-                v11 = __fmul_rn(c, __fmul_rn(wb1, wc1));
-            }
-            // All 32 lanes execute these (the loop bounds are warp-uniform).
-            const int key_b = on ? ib : -0x7fffffff - 1;  // an idle lane matches no one
-            const int prev_b = __shfl_up_sync(full, key_b, 1);
-            const int prev_c = __shfl_up_sync(full, ic, 1);
-            const float prev_v01 = __shfl_up_sync(full, v01, 1);
-            const float prev_v11 = __shfl_up_sync(full, v11, 1);
-            const bool take = on && lane > 0 && prev_a == a && prev_b == ib && prev_c + 1 == ic;
-            const unsigned takers = __ballot_sync(full, take);
-            const bool gave = (((takers >> 1) >> lane) & 1u) != 0u;  // lane l+1 took this lane's c+1 taps
-            if (take) {
-                // Lane l-1's taps (ib, ic + 1) and (ib + 1, ic + 1) are this lane's (ib, ic) and
-                // (ib + 1, ic), with the same validity.
-                v00 = __fadd_rn(v00, prev_v01);
-                v10 = __fadd_rn(v10, prev_v11);
-            }
-            if (on) {
-                if (b0 && c0) atomicAdd(vol + i00, v00);
-                if (b0 && c1 && !gave) atomicAdd(vol + i00 + sc, v01);
-                if (b1 && c0) atomicAdd(vol + i00 + sb, v10);
-                if (b1 && c1 && !gave) atomicAdd(vol + i00 + sb + sc, v11);
-                if (COUNT) {
-                    const int nc1 = (b0 && c1 ? 1 : 0) + (b1 && c1 ? 1 : 0);
-                    n_done += (unsigned long long)((b0 && c0 ? 1 : 0) + (b1 && c0 ? 1 : 0) + (gave ? 0 : nc1));
-                    n_saved += (unsigned long long)(gave ? nc1 : 0);
-                }
-            }
+            warp_merge_scatter<COUNT>(vol, r, m, m >= mlo && m < mhi, c, lane, prev_a, sh, st, &n_done, &n_saved);
         }
     }
     if (COUNT) {
@@ -671,4 +759,224 @@ extern "C" __global__ void joseph_backward3_seg_warp_f32(const float* __restrict
                                                          const double* __restrict__ views, RayParams p, int count,
                                                          int seglen) {
     backward3_seg_warp<false>(sino, vol, views, p, count, seglen, nullptr);
+}
+
+
+// ------------------------------- 3D transpose through per-warp shared profiles, vector atomics
+// The production 3D transpose for volumes with 32-bit indices (src/tomo/cuda.rs): seglen 128, one
+// thread per (segment, ray), 256 threads per block, threads in the order of chunk_ray (a warp
+// holds the 32 rows of one chunk of one detector column), launched with one block per 256 threads
+// so that the writes in flight stay in one slab of one band of the volume, which L2 holds.
+// H200, cone_512 (tools/kernel-harness/vec_probe.cu): 713 ms with joseph_backward3_seg_warp_f32 ->
+// 547 ms with this kernel in a grid-stride launch -> 224 ms in the ordered launch; cone_256 43.0
+// -> 20.3 ms.
+//
+// Where the scatter's time went in the grid-stride launch (same probe, one plane per step): the
+// warp's per-plane arithmetic without any write 172 ms; the same writes as plain float4 stores
+// 509 ms; as float4 atomics 558 ms; as scalar atomics 1048 ms; Nsight Compute: 2.1 TB/s of DRAM
+// traffic, L2 hit rate 52 %. The grid-stride loop (32 blocks per multiprocessor) spreads the
+// blocks in flight over views far apart, whose slabs do not fit in L2 together; the ordered
+// launch keeps them to a few neighbouring views. The warp merges its rays' taps in shared memory
+// so that each touched voxel is written once per plane, with vector atomics (half the cost of
+// scalar ones), and handles STEP = 4 planes per step (one synchronisation and a full-warp flush
+// per two planes: 236 -> 224 ms).
+//
+// Lean path, taken by a warp when (warp-uniform tests over the planes [ulo, uhi) it marches):
+// all 32 lanes hold rays with the same axis a != 2 (so c = 2, the contiguous axis) and
+// bit-identical fb0 and sb (one detector column of a circular or helical cone, or of a parallel
+// beam whose rows differ along the rotation axis: the rays share their b taps and weights), nc is
+// a multiple of 4 and the volume is 16-byte aligned, the c positions f_c grow from lane to lane by
+// at least 1.001 cells at the first and the last plane (f_c is affine in m, so everywhere in
+// between; the rounding of f_c is far below the margin, so the lanes' floors ic are distinct and
+// increasing; |fc0| and |m sc| below 2048 bound that rounding), and lane 31's f_c is at most 58.5
+// cells above lane 0's (so that ic - (ic_0 & ~3) + 1 stays below 64). The lean path takes ic as the
+// exact floor of f_c: the other kernels' shifted truncation equals it for f_c >= -4, and for
+// f_c < -4 both put the taps outside the grid, where they are dropped. Then, at each plane, each lane writes its two c contributions
+// c * (1 - t_c) at ic and c * t_c at ic + 1 into a 64-cell profile with plain stores (all cells
+// distinct; a lane whose ic is lane l-1's ic + 1 adds lane l-1's second contribution to its own
+// first one, and lane l-1 does not store it), and 16 lanes add the profile's 16 quads, times the
+// two row weights 1 - t_b and t_b, to rows ib and ib + 1 of the volume with float4 atomics
+// (sm_90; four scalar atomics per quad before). Quads outside the grid (nc is a multiple of 4, so
+// a quad is wholly in or out) and rows outside [0, nb) are skipped, which drops exactly the taps
+// the other kernels' bounds tests drop; lanes outside their plane range contribute 0. The taps
+// and weights are the forward's; only the products are formed as (c * w_c) * w_b instead of
+// c * (w_b * w_c), and the additions in another order: the transpose of the forward up to
+// rounding, like the other transposes.
+// Other warps (views near 45 degrees within a column's chunk, detector rows finer than the
+// voxels, tilted axes, a partial last chunk) take warp_merge_scatter, the path of
+// joseph_backward3_seg_warp_f32. `vol` must be zeroed first. stats (harness only, may be null):
+// [0] += warp-planes of the lean path, [1] += of the other path.
+template <int STEP>
+__device__ __forceinline__ void backward3_profile(const float* __restrict__ sino, float* __restrict__ vol,
+                                                  const double* __restrict__ views, const RayParams& p, int count,
+                                                  int seglen, unsigned long long* __restrict__ stats) {
+    __shared__ __align__(16) float profiles[8][STEP * 64];
+    const unsigned full = 0xffffffffu;
+    const int lane = (int)(threadIdx.x & 31);
+    float* prof = profiles[(threadIdx.x >> 5) & 7];
+    for (int i = lane; i < STEP * 64; i += 32) prof[i] = 0.0f;
+    __syncwarp();
+    const int sh[3] = {(int)p.shape[0], (int)p.shape[1], (int)p.shape[2]};
+    const int st[3] = {sh[1] * sh[2], sh[2], 1};
+    const int nmax = max(sh[0], max(sh[1], sh[2]));
+    const int nseg = (nmax + seglen - 1) / seglen;
+    const u64 total = (u64)((p.nv + 31) / 32) * (u64)nseg * (u64)count * (u64)p.nu * 32u;
+    const bool aligned = (reinterpret_cast<u64>(vol) & 15u) == 0u && (sh[2] & 3) == 0;
+    unsigned long long n_lean = 0, n_other = 0;
+    for (u64 g = blockIdx.x * (u64)blockDim.x + threadIdx.x; g - (u64)lane < total; g += (u64)gridDim.x * blockDim.x) {
+        Ray r;
+        r.a = -1; r.b = 0; r.c = 0; r.fb0 = 0.0f; r.sb = 0.0f; r.fc0 = 0.0f; r.sc = 0.0f; r.w = 0.0f; r.m0 = 0; r.m1 = 0;
+        int mlo = 0x7fffffff, mhi = -0x7fffffff;  // empty range for an idle lane
+        float c = 0.0f;
+        ChunkRay q;
+        const bool live = g < total && chunk_ray(p, count, nseg, g, q);
+        if (live) {
+            {
+                const float y = sino[((u64)q.view * (u64)p.nu + (u64)q.iu) * (u64)p.nv + (u64)q.iv];
+                // Set up every ray (also where y = 0: the lean test needs each lane's track).
+                const bool hit = setup_ray(p, views, q.view, q.iu, q.iv, r);
+                if (hit && y != 0.0f) {
+                    const int lo = max(r.m0, q.seg * seglen), hi = min(r.m1, (q.seg + 1) * seglen);
+                    if (lo < hi) {
+                        mlo = lo;
+                        mhi = hi;
+                        c = __fmul_rn(r.w, y);
+                    }
+                }
+            }
+        }
+        int ulo = mlo, uhi = mhi;
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) {
+            ulo = min(ulo, __shfl_xor_sync(full, ulo, o));
+            uhi = max(uhi, __shfl_xor_sync(full, uhi, o));
+        }
+        if (ulo >= uhi) continue;  // warp-uniform
+        const int a = r.a;
+        // (The shuffles first: every lane must execute them.)
+        const int a_0 = __shfl_sync(full, a, 0);
+        const float fb0_0 = __shfl_sync(full, r.fb0, 0), sb_0 = __shfl_sync(full, r.sb, 0);
+        bool lean = live && aligned && a >= 0 && a != 2 && a == a_0 &&
+                    __float_as_uint(r.fb0) == __float_as_uint(fb0_0) && __float_as_uint(r.sb) == __float_as_uint(sb_0);
+        {
+            const float f_lo = __fadd_rn(r.fc0, __fmul_rn((float)ulo, r.sc));
+            const float f_hi = __fadd_rn(r.fc0, __fmul_rn((float)(uhi - 1), r.sc));
+            const float n_lo = __shfl_down_sync(full, f_lo, 1), n_hi = __shfl_down_sync(full, f_hi, 1);
+            if (lane < 31 && !(n_lo - f_lo >= 1.001f && n_hi - f_hi >= 1.001f)) lean = false;
+            // |fc0|, |m sc| < 2048: each f_c is then within 4e-4 of its exact affine value.
+            if (!(fabsf(r.fc0) < 2048.0f && fabsf(__fmul_rn((float)uhi, r.sc)) < 2048.0f)) lean = false;
+            const float span_lo = __shfl_sync(full, f_lo, 31) - __shfl_sync(full, f_lo, 0);
+            const float span_hi = __shfl_sync(full, f_hi, 31) - __shfl_sync(full, f_hi, 0);
+            if (!(span_lo <= 58.5f && span_hi <= 58.5f)) lean = false;
+        }
+        if (__all_sync(full, lean)) {
+            if (stats != nullptr && lane == 0) n_lean += (unsigned long long)(uhi - ulo);
+            const int nb = sh[r.b], sa = st[a], sb = st[r.b], nc = sh[2];
+            // STEP planes per step: their profiles are written, then flushed by 16 lanes each.
+            for (int m = ulo; m < uhi; m += STEP) {
+                int ib_k[STEP], base_k[STEP];
+                float tb_k[STEP];
+#pragma unroll
+                for (int k = 0; k < STEP; ++k) {
+                    const int mk = m + k;
+                    ib_k[k] = 0; base_k[k] = 0; tb_k[k] = 0.0f;
+                    if (k > 0 && mk >= uhi) break;  // warp-uniform; past the tested planes
+                    const float mf = (float)mk;
+                    const float f = __fadd_rn(r.fb0, __fmul_rn(mf, r.sb));
+                    const int ib = __float2int_rz(__fadd_rn(f, 4.0f)) - 4;
+                    // The exact floor (the other kernels' shifted truncation equals it for f >= -4;
+                    // below, both give taps outside the grid): distinct for the lanes' distinct f.
+                    const float fc = __fadd_rn(r.fc0, __fmul_rn(mf, r.sc));
+                    const int ic = __float2int_rd(fc);
+                    const float tc = __fsub_rn(fc, (float)ic);
+                    const float ce = (mk >= mlo && mk < mhi) ? c : 0.0f;
+                    const float v0 = __fmul_rn(ce, __fsub_rn(1.0f, tc)), v1 = __fmul_rn(ce, tc);
+                    const int base = __shfl_sync(full, ic, 0) & ~3;
+                    const int col = ic - base;
+                    const int prev_col = __shfl_up_sync(full, col, 1);
+                    const float prev_v1 = __shfl_up_sync(full, v1, 1);
+                    const int next_col = __shfl_down_sync(full, col, 1);
+                    const bool take = lane > 0 && prev_col + 1 == col;
+                    const bool gave = lane < 31 && next_col == col + 1;
+                    float* pk = prof + 64 * k;
+                    pk[col] = take ? __fadd_rn(v0, prev_v1) : v0;
+                    if (!gave) pk[col + 1] = v1;
+                    ib_k[k] = ib;
+                    base_k[k] = base;
+                    tb_k[k] = __fsub_rn(f, (float)ib);
+                }
+                __syncwarp();
+                // Flush: 16 lanes per plane, two planes per round.
+#pragma unroll
+                for (int rnd = 0; rnd < (STEP + 1) / 2; ++rnd) {
+                    const int hi = STEP > 1 ? (lane >> 4) : 0;
+                    const int k = 2 * rnd + hi;
+                    const int ql = lane & 15;
+                    if ((STEP > 1 || lane < 16) && k < STEP && m + k < uhi) {
+                        const int kk = 2 * rnd + 1 < STEP ? 2 * rnd + 1 : 2 * rnd;
+                        const int ib = hi ? ib_k[kk] : ib_k[2 * rnd];
+                        const int base = hi ? base_k[kk] : base_k[2 * rnd];
+                        const float tb = hi ? tb_k[kk] : tb_k[2 * rnd];
+                        float4* quad = reinterpret_cast<float4*>(prof + 64 * k) + ql;
+                        const float4 q = *quad;
+                        *quad = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                        const int gc = base + 4 * ql;
+                        if (gc >= 0 && gc < nc && (q.x != 0.0f || q.y != 0.0f || q.z != 0.0f || q.w != 0.0f)) {
+                            float* dst = vol + ((m + k) * sa + ib * sb + gc);
+                            const float w0 = __fsub_rn(1.0f, tb);
+#pragma unroll
+                            for (int x = 0; x < 2; ++x) {
+                                const int jb = ib + x;
+                                if (jb < 0 || jb >= nb) continue;
+                                const float wb = x == 0 ? w0 : tb;
+                                const float4 d = make_float4(__fmul_rn(q.x, wb), __fmul_rn(q.y, wb), __fmul_rn(q.z, wb),
+                                                             __fmul_rn(q.w, wb));
+                                float* row = dst + x * sb;
+#if __CUDA_ARCH__ >= 900
+                                atomicAdd(reinterpret_cast<float4*>(row), d);
+#else
+                                atomicAdd(row, d.x);
+                                atomicAdd(row + 1, d.y);
+                                atomicAdd(row + 2, d.z);
+                                atomicAdd(row + 3, d.w);
+#endif
+                            }
+                        }
+                    }
+                }
+                __syncwarp();
+            }
+            continue;
+        }
+        if (stats != nullptr && lane == 0) n_other += (unsigned long long)(uhi - ulo);
+        const int prev_a = __shfl_up_sync(full, a, 1);
+        for (int m = ulo; m < uhi; ++m) {
+            warp_merge_scatter<false>(vol, r, m, m >= mlo && m < mhi, c, lane, prev_a, sh, st, nullptr, nullptr);
+        }
+    }
+    if (stats != nullptr && lane == 0) {
+        atomicAdd(stats, n_lean);
+        atomicAdd(stats + 1, n_other);
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+joseph_backward3_profile_f32(const float* __restrict__ sino, float* __restrict__ vol, const double* __restrict__ views,
+                             RayParams p, int count, int seglen) {
+    backward3_profile<4>(sino, vol, views, p, count, seglen, nullptr);
+}
+
+// Harness only: one plane per step (cone_512: 236 ms; two per step 225 ms; four 224 ms).
+extern "C" __global__ void __launch_bounds__(256)
+joseph_backward3_profile1_f32(const float* __restrict__ sino, float* __restrict__ vol, const double* __restrict__ views,
+                              RayParams p, int count, int seglen) {
+    backward3_profile<1>(sino, vol, views, p, count, seglen, nullptr);
+}
+
+// Harness only: the same, counting the warp-planes of each path into stats[0..2].
+extern "C" __global__ void __launch_bounds__(256)
+joseph_backward3_profile_count_f32(const float* __restrict__ sino, float* __restrict__ vol,
+                                   const double* __restrict__ views, RayParams p, int count, int seglen,
+                                   unsigned long long* __restrict__ stats) {
+    backward3_profile<4>(sino, vol, views, p, count, seglen, stats);
 }

@@ -250,3 +250,31 @@ fn cuda_3d_warp_transpose_matches_cpu_off_the_benchmark_shape() {
     let g = Geometry::parallel_3d(&angles, &fine, [0.0, 0.3, 1.0], [0.02, -0.01]).unwrap();
     agrees_with_cpu("parallel 3D, tilted axis, 51 x 83 detector", &host, g);
 }
+
+/// The 3D transpose's shared-profile path (warps of 32 detector rows of one column whose rays
+/// share their in-plane track, merged in shared memory and added with vector atomics) off the
+/// benchmark shape: more than one segment of 128 planes, a non-cubic grid, rows 1.04 to 1.8
+/// voxels apart at the planes (and, for the wider detector, some warps more than the profile
+/// holds, which take the other path), a helical cone, an untilted parallel beam (rows along the
+/// axis share their track), and a grid whose contiguous axis is not a multiple of 4 (no vector
+/// atomics: the other path everywhere).
+#[test]
+fn cuda_3d_profile_transpose_matches_cpu_off_the_benchmark_shape() {
+    let host: Space<f32> =
+        uniform_discr(&[-1.0, -0.8, -0.6], &[1.0, 0.8, 0.6], &[160, 64, 48]).unwrap();
+    let full = UniformPartition::new(&[0.0], &[2.0 * std::f64::consts::PI], &[11]).unwrap();
+    let det = UniformPartition::new(&[-2.6, -1.792], &[2.6, 1.792], &[52, 64]).unwrap();
+    let g = Geometry::cone_flat(&full, &det, 5.0, 3.0, 0.0, [0.0, 0.0, 1.0], [0.0, 0.0]).unwrap();
+    agrees_with_cpu("cone, 52 x 64 detector, 160 x 64 x 48 grid", &host, g);
+    let wide = UniformPartition::new(&[-2.6, -2.4], &[2.6, 2.4], &[52, 64]).unwrap();
+    let g =
+        Geometry::cone_flat(&full, &wide, 5.0, 3.0, 0.3, [0.0, 0.0, 1.0], [0.1, -0.05]).unwrap();
+    agrees_with_cpu("helical cone, 52 x 64 detector", &host, g);
+    let par = UniformPartition::new(&[-1.4, -0.7], &[1.4, 0.7], &[41, 32]).unwrap();
+    let g = Geometry::parallel_3d(&full, &par, [0.0, 0.0, 1.0], [0.0, 0.0]).unwrap();
+    agrees_with_cpu("parallel 3D, axis z, 41 x 32 detector", &host, g);
+    let odd: Space<f32> =
+        uniform_discr(&[-1.0, -0.8, -0.6], &[1.0, 0.8, 0.6], &[40, 32, 50]).unwrap();
+    let g = Geometry::cone_flat(&full, &det, 5.0, 3.0, 0.0, [0.0, 0.0, 1.0], [0.0, 0.0]).unwrap();
+    agrees_with_cpu("cone, 50 cells along the contiguous axis", &odd, g);
+}

@@ -18,10 +18,18 @@ const RAY: KernelSource = KernelSource {
     options: &["--fmad=false", "--std=c++17"],
 };
 
-/// Planes per segment of the 3D transpose (`joseph_backward3_seg_warp_f32`): on an H200 the 512³
-/// cone transpose (`joseph_backward3_seg_f32`, without warp aggregation) took 1026 ms
-/// unsegmented, 770 ms with 16, 762 ms with 64 planes per segment.
-const SEGMENT_PLANES: i32 = 64;
+/// Planes per segment of the 3D transpose (`joseph_backward3_profile_f32`): on an H200 the 512³
+/// cone transpose took 261 / 230 / 248 ms with 64 / 128 / 256 planes per segment (shorter
+/// segments keep the written slab smaller, longer ones set each ray up fewer times).
+const SEGMENT_PLANES: i32 = 128;
+
+/// Planes per segment of the 3D forward (`joseph_forward3_chunkseg_f32`): on an H200 the 512³
+/// cone forward took 200 / 178 / 181 ms with 64 / 128 / 256 planes per segment (229 ms with
+/// whole rays in the same order, `joseph_forward3_chunk_f32`).
+const FORWARD_SEGMENT_PLANES: i32 = 128;
+
+/// Detector rows per chunk of the chunked 3D kernels (a warp's 32 lanes).
+const CHUNK_ROWS: usize = 32;
 
 /// Block shape of the shared-memory 2D forward (`joseph_forward2_smem_f32`), the configuration
 /// measured on an H200 (parallel2d_512: 0.294 ms against 0.466 ms for four threads per ray).
@@ -145,6 +153,19 @@ impl CudaRay {
         self.params.nviews as usize * self.params.nu as usize * self.params.nv as usize
     }
 
+    /// Segments of `planes` planes along the longest axis of the grid.
+    fn segments(&self, planes: i32) -> usize {
+        let n_max = self.params.shape.iter().copied().max().unwrap_or(1) as usize;
+        n_max.div_ceil(planes as usize)
+    }
+
+    /// Threads of the chunked 3D kernels: the rays with the detector rows rounded up to whole
+    /// chunks of [`CHUNK_ROWS`].
+    fn chunked_rays(&self) -> usize {
+        let rows = (self.params.nv as usize).div_ceil(CHUNK_ROWS) * CHUNK_ROWS;
+        self.params.nviews as usize * self.params.nu as usize * rows
+    }
+
     /// Whether every voxel index (and the out-of-grid neighbours the kernels form before their
     /// bounds checks) fits in an `i32`, so that the 32-bit kernels apply.
     fn fits_i32(&self) -> bool {
@@ -152,12 +173,42 @@ impl CudaRay {
         n0 * n1 * n2 + n1 * n2 + n2 + 1 < i32::MAX as u64
     }
 
-    /// Launches kernel `name` with `threads` threads (grid-stride) on `(input, output, views,
-    /// params, count[, extra])`.
+    /// Launches kernel `name` with `threads` threads (grid-stride, at most 32 blocks per
+    /// multiprocessor) on `(input, output, views, params, count[, extra])`.
     fn launch(
         &self,
         name: &str,
         threads: usize,
+        input: &CudaSlice<f32>,
+        output: &mut CudaSlice<f32>,
+        extra: Option<i32>,
+    ) -> Result<()> {
+        self.launch_with(name, self.ctx.launch_cfg(threads), input, output, extra)
+    }
+
+    /// [`Self::launch`] with one block per 256 of the `threads` (the chunked kernels, whose
+    /// thread order is their cache locality: the blocks in flight hold neighbouring threads).
+    fn launch_ordered(
+        &self,
+        name: &str,
+        threads: usize,
+        input: &CudaSlice<f32>,
+        output: &mut CudaSlice<f32>,
+        extra: Option<i32>,
+    ) -> Result<()> {
+        self.launch_with(
+            name,
+            self.ctx.launch_cfg_ordered(threads),
+            input,
+            output,
+            extra,
+        )
+    }
+
+    fn launch_with(
+        &self,
+        name: &str,
+        cfg: LaunchConfig,
         input: &CudaSlice<f32>,
         output: &mut CudaSlice<f32>,
         extra: Option<i32>,
@@ -177,7 +228,7 @@ impl CudaRay {
         // SAFETY: the kernel's signature is (const float*, float*, const double*, RayParams, int)
         // followed by one more int for the kernels that take `extra`; the buffers hold the
         // volume and the data of this geometry (checked by the caller).
-        unsafe { b.launch(self.ctx.launch_cfg(threads)) }.map_err(driver_err(name))?;
+        unsafe { b.launch(cfg) }.map_err(driver_err(name))?;
         Ok(())
     }
 
@@ -259,7 +310,13 @@ impl CudaRay {
     ///   volume, so the taps and weights are those of the other kernels for any geometry.
     ///   Where its grid or shared memory does not fit the device: `joseph_forward2_seg4_f32`,
     ///   four threads per ray.
-    /// - 3D, 32-bit voxel indices: `joseph_forward3_i32_f32`, one thread per ray.
+    /// - 3D, 32-bit voxel indices, at least 32 detector rows: `joseph_forward3_chunkseg_f32`,
+    ///   one thread per (segment of [`FORWARD_SEGMENT_PLANES`] planes, ray), in the order
+    ///   (chunk of 32 detector rows, segment, view, column, row) with one block per 256 threads,
+    ///   so that the rays in flight come from a few neighbouring views and their taps stay in a
+    ///   slab of one band of the volume, which L2 holds; the segments' partial sums are added
+    ///   atomically into the zeroed sinogram. With fewer rows `joseph_forward3_i32_f32`, one
+    ///   thread per ray.
     /// - Otherwise (64-bit indices): `joseph_forward_f32`, one thread per ray.
     pub(crate) fn forward(&self, vol: &CudaSlice<f32>, sino: &mut CudaSlice<f32>) -> Result<()> {
         let rays = self.rays();
@@ -270,6 +327,15 @@ impl CudaRay {
                 }
                 self.launch("joseph_forward2_seg4_f32", 4 * rays, vol, sino, None)
             }
+            (3, true) if self.params.nv as usize >= CHUNK_ROWS => {
+                self.ctx
+                    .stream()
+                    .memset_zeros(sino)
+                    .map_err(driver_err("clearing the sinogram"))?;
+                let threads = self.chunked_rays() * self.segments(FORWARD_SEGMENT_PLANES);
+                let name = "joseph_forward3_chunkseg_f32";
+                self.launch_ordered(name, threads, vol, sino, Some(FORWARD_SEGMENT_PLANES))
+            }
             (3, true) => self.launch("joseph_forward3_i32_f32", rays, vol, sino, None),
             _ => self.launch("joseph_forward_f32", rays, vol, sino, None),
         }
@@ -279,11 +345,13 @@ impl CudaRay {
     /// atomic adds into the zeroed volume.
     ///
     /// Kernels (`kernels/ray_joseph.cu`):
-    /// - 3D, 32-bit voxel indices: `joseph_backward3_seg_warp_f32`, one thread per (segment of
-    ///   [`SEGMENT_PLANES`] planes, ray), all rays' first segments before their second ones, so
-    ///   that the atomics of the threads in flight land in a slab of the volume that stays in
-    ///   L2; a lane whose taps at a plane are its left neighbour's upper-row taps (neighbouring
-    ///   detector rows) adds the neighbour's contributions to its own, saving those atomics.
+    /// - 3D, 32-bit voxel indices: `joseph_backward3_profile_f32`, one thread per (segment of
+    ///   [`SEGMENT_PLANES`] planes, ray), in the order of the forward's kernel (the writes of
+    ///   the threads in flight land in a slab of one band of the volume, which L2 holds). A warp holds 32 rows of one detector column; where they share their
+    ///   in-plane track (circular and helical cones, parallel beams), it merges its taps at each
+    ///   plane into a shared-memory profile and adds it to the volume with 16-byte vector
+    ///   atomics, each touched voxel once; other warps merge neighbouring rows' shared taps
+    ///   and scatter with scalar atomics.
     /// - Otherwise: `joseph_backward_atomic_f32`, one thread per ray, 64-bit indices.
     pub(crate) fn transpose(&self, sino: &CudaSlice<f32>, vol: &mut CudaSlice<f32>) -> Result<()> {
         self.ctx
@@ -293,10 +361,9 @@ impl CudaRay {
         let rays = self.rays();
         match (self.params.ndim, self.fits_i32()) {
             (3, true) => {
-                let n_max = self.params.shape.iter().copied().max().unwrap_or(1) as usize;
-                let segments = n_max.div_ceil(SEGMENT_PLANES as usize);
-                let name = "joseph_backward3_seg_warp_f32";
-                self.launch(name, rays * segments, sino, vol, Some(SEGMENT_PLANES))
+                let threads = self.chunked_rays() * self.segments(SEGMENT_PLANES);
+                let name = "joseph_backward3_profile_f32";
+                self.launch_ordered(name, threads, sino, vol, Some(SEGMENT_PLANES))
             }
             _ => self.launch("joseph_backward_atomic_f32", rays, sino, vol, None),
         }

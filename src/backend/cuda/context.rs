@@ -403,6 +403,19 @@ impl DeviceCtx {
             .map_err(driver_err("synchronising the stream"))
     }
 
+    /// A 1D launch configuration with one [`BLOCK`]-thread block per `BLOCK` of the `n` elements
+    /// (grid-stride kernels loop only past 2³¹ − 1 blocks): the GPU schedules the blocks in
+    /// index order, so the threads in flight at a time hold neighbouring elements. For kernels
+    /// whose element order is chosen for cache locality; [`Self::launch_cfg`] caps the grid.
+    pub(crate) fn launch_cfg_ordered(&self, n: usize) -> LaunchConfig {
+        let blocks = n.div_ceil(BLOCK as usize).clamp(1, i32::MAX as usize) as u32;
+        LaunchConfig {
+            grid_dim: (blocks, 1, 1),
+            block_dim: (BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        }
+    }
+
     /// A 1D launch configuration for grid-stride kernels over `n` elements: [`BLOCK`] threads
     /// per block, at most 32 blocks per multiprocessor.
     pub(crate) fn launch_cfg(&self, n: usize) -> LaunchConfig {
