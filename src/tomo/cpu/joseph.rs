@@ -15,7 +15,7 @@ use rayon::prelude::*;
 
 use super::kernels::{self, Plane};
 use super::ray::{Grid, Ray};
-use crate::tomo::geometry::{Beam, VecGeometry};
+use crate::tomo::geometry::VecGeometry;
 use crate::Scalar;
 
 /// Raw pointer to the volume, shared by the slab tasks of the transpose.
@@ -53,8 +53,14 @@ pub(crate) struct ViewRays<T> {
     pub(crate) groups: Vec<Group>,
     /// See `groups`.
     pub(crate) gclass: [usize; 4],
-    /// Scratch of [`Self::setup`]: the rays in detector order with their detector index.
-    tmp: Vec<(Ray<T>, u32)>,
+    /// Dominant axis of each ray in detector order (scratch of [`Self::setup`]).
+    axis: Vec<u8>,
+    /// A permutation of rays (scratch).
+    order: Vec<usize>,
+    /// Scratch for reordering the arrays.
+    scratch_t: Vec<T>,
+    /// See `scratch_t`.
+    scratch_u: Vec<u32>,
 }
 
 /// Up to 8 consecutive rays `k..k + len` of a class, and the union `[lo, hi)` of their plane
@@ -83,12 +89,14 @@ impl<T: Scalar> ViewRays<T> {
             planes: [(0, 0); 3],
             groups: Vec::new(),
             gclass: [0; 4],
-            tmp: Vec::new(),
+            axis: Vec::new(),
+            order: Vec::new(),
+            scratch_t: Vec::new(),
+            scratch_u: Vec::new(),
         }
     }
 
     pub(crate) fn setup(&mut self, geom: &VecGeometry, grid: &Grid, view: usize) {
-        let (nu, nv) = (geom.nu(), geom.nv());
         for v in [
             &mut self.fb0,
             &mut self.sb,
@@ -101,62 +109,80 @@ impl<T: Scalar> ViewRays<T> {
         self.m0.clear();
         self.m1.clear();
         self.det.clear();
-        // All rays first (reused buffer), then placed class by class.
-        self.tmp.clear();
+        self.axis.clear();
         let mut count = [0usize; 3];
-        // A parallel-beam view has one direction: its part of the set-up is done once.
-        let shared = match geom.beam() {
-            Beam::Parallel => {
-                let (_, d) = geom.ray(view, 0, 0);
-                Some((d, grid.direction(&d, geom.ndim())))
-            }
-            Beam::Point => None,
-        };
-        for iu in 0..nu {
-            for iv in 0..nv {
-                let r = match &shared {
-                    Some((d, dir)) => dir.as_ref().and_then(|dir| {
-                        let (q, _) = geom.ray(view, iu, iv);
-                        grid.ray_at::<T>(&q, d, dir)
-                    }),
-                    None => grid.ray::<T>(geom, view, iu, iv),
-                };
-                if let Some(r) = r {
-                    count[r.a] += 1;
-                    self.tmp.push((r, (iu * nv + iv) as u32));
-                }
-            }
-        }
-        let total = self.tmp.len();
-        self.fb0.resize(total, T::zero());
-        self.sb.resize(total, T::zero());
-        self.fc0.resize(total, T::zero());
-        self.sc.resize(total, T::zero());
-        self.w.resize(total, T::zero());
-        self.m0.resize(total, 0);
-        self.m1.resize(total, 0);
-        self.det.resize(total, 0);
-        let mut next = [0, count[0], count[0] + count[1]];
-        self.class = [0, count[0], count[0] + count[1], total];
         let mut range = [(usize::MAX, 0usize); 3];
-        for (r, d) in &self.tmp {
-            let k = next[r.a];
-            next[r.a] += 1;
-            self.fb0[k] = r.fb0;
-            self.sb[k] = r.sb;
-            self.fc0[k] = r.fc0;
-            self.sc[k] = r.sc;
-            self.w[k] = r.w;
-            self.m0[k] = r.m0 as u32;
-            self.m1[k] = r.m1 as u32;
-            self.det[k] = *d;
+        // The rays in detector order, straight into the arrays; placed class by class below.
+        let mut push = |r: Ray<T>, det: usize| {
+            self.fb0.push(r.fb0);
+            self.sb.push(r.sb);
+            self.fc0.push(r.fc0);
+            self.sc.push(r.sc);
+            self.w.push(r.w);
+            self.m0.push(r.m0 as u32);
+            self.m1.push(r.m1 as u32);
+            self.det.push(det as u32);
+            self.axis.push(r.a as u8);
+            count[r.a] += 1;
             let (lo, hi) = &mut range[r.a];
             *lo = (*lo).min(r.m0);
             *hi = (*hi).max(r.m1);
-        }
+        };
+        grid.view_rays::<T>(geom, view, &mut push);
+        let total = self.det.len();
+        self.class = [0, count[0], count[0] + count[1], total];
         for a in 0..3 {
             let (lo, hi) = range[a];
             self.planes[a] = if lo < hi { (lo, hi) } else { (0, 0) };
+        }
+        if count.iter().filter(|&&c| c > 0).count() > 1 {
+            // Stable partition by dominant axis.
+            let mut next = [0, count[0], count[0] + count[1]];
+            self.order.clear();
+            self.order.resize(total, 0);
+            for (k, &a) in self.axis.iter().enumerate() {
+                self.order[next[a as usize]] = k;
+                next[a as usize] += 1;
+            }
+            self.apply_order(0);
+        }
+    }
+
+    /// Reorders rays `k0..k0 + order.len()` so that ray `k0 + j` becomes ray `order[j]`.
+    fn apply_order(&mut self, k0: usize) {
+        let order = &self.order;
+        let (st, su) = (&mut self.scratch_t, &mut self.scratch_u);
+        for v in [
+            &mut self.fb0,
+            &mut self.sb,
+            &mut self.fc0,
+            &mut self.sc,
+            &mut self.w,
+        ] {
+            st.clear();
+            st.extend(order.iter().map(|&k| v[k]));
+            v[k0..k0 + st.len()].copy_from_slice(st);
+        }
+        for v in [&mut self.m0, &mut self.m1, &mut self.det] {
+            su.clear();
+            su.extend(order.iter().map(|&k| v[k]));
+            v[k0..k0 + su.len()].copy_from_slice(su);
+        }
+    }
+
+    /// Reverses the order of rays `k0..k1`.
+    fn reverse(&mut self, k0: usize, k1: usize) {
+        for v in [
+            &mut self.fb0,
+            &mut self.sb,
+            &mut self.fc0,
+            &mut self.sc,
+            &mut self.w,
+        ] {
+            v[k0..k1].reverse();
+        }
+        for v in [&mut self.m0, &mut self.m1, &mut self.det] {
+            v[k0..k1].reverse();
         }
     }
 
@@ -177,7 +203,6 @@ impl<T: Scalar> ViewRays<T> {
     /// `iu`, consecutive `iv`) stay together, ascending in `c` (a column's rays share their `b`
     /// track in circular and helical cone beams), and groups do not straddle columns.
     pub(crate) fn orient(&mut self, nv: usize) {
-        let mut order: Vec<usize> = Vec::new();
         self.groups.clear();
         for a in 0..3 {
             self.gclass[a] = self.groups.len();
@@ -187,19 +212,27 @@ impl<T: Scalar> ViewRays<T> {
             }
             let (lo, hi) = self.planes[a];
             let mid = T::from_index((lo + hi) / 2);
-            order.clear();
             if nv == 1 {
-                let key = |k: usize| self.fb0[k] + mid * self.sb[k];
-                order.extend(k0..k1);
-                if !order.windows(2).all(|w| key(w[0]) <= key(w[1])) {
-                    order.sort_by(|&x, &y| {
-                        key(x)
-                            .partial_cmp(&key(y))
-                            .unwrap_or(std::cmp::Ordering::Equal)
-                    });
+                let key = |s: &Self, k: usize| s.fb0[k] + mid * s.sb[k];
+                let ascending = (k0 + 1..k1).all(|k| key(self, k - 1) <= key(self, k));
+                if !ascending {
+                    if (k0 + 1..k1).all(|k| key(self, k - 1) >= key(self, k)) {
+                        self.reverse(k0, k1);
+                    } else {
+                        let mut order = std::mem::take(&mut self.order);
+                        order.clear();
+                        order.extend(k0..k1);
+                        order.sort_by(|&x, &y| {
+                            key(self, x)
+                                .partial_cmp(&key(self, y))
+                                .unwrap_or(std::cmp::Ordering::Equal)
+                        });
+                        self.order = order;
+                        self.apply_order(k0);
+                    }
                 }
             } else {
-                let key = |k: usize| self.fc0[k] + mid * self.sc[k];
+                let key = |s: &Self, k: usize| s.fc0[k] + mid * s.sc[k];
                 let mut r0 = k0;
                 while r0 < k1 {
                     let col = self.det[r0] as usize / nv;
@@ -207,27 +240,11 @@ impl<T: Scalar> ViewRays<T> {
                     while r1 < k1 && self.det[r1] as usize / nv == col {
                         r1 += 1;
                     }
-                    if key(r1 - 1) < key(r0) {
-                        order.extend((r0..r1).rev());
-                    } else {
-                        order.extend(r0..r1);
+                    if key(self, r1 - 1) < key(self, r0) {
+                        self.reverse(r0, r1);
                     }
                     r0 = r1;
                 }
-            }
-            if order.iter().enumerate().any(|(j, &k)| k != k0 + j) {
-                fn permute<U: Copy>(v: &mut [U], k0: usize, order: &[usize]) {
-                    let seg: Vec<U> = order.iter().map(|&k| v[k]).collect();
-                    v[k0..k0 + seg.len()].copy_from_slice(&seg);
-                }
-                permute(&mut self.fb0, k0, &order);
-                permute(&mut self.sb, k0, &order);
-                permute(&mut self.fc0, k0, &order);
-                permute(&mut self.sc, k0, &order);
-                permute(&mut self.w, k0, &order);
-                permute(&mut self.m0, k0, &order);
-                permute(&mut self.m1, k0, &order);
-                permute(&mut self.det, k0, &order);
             }
             // Groups of 8 within runs (the whole class in 2D, one detector column otherwise).
             let mut r0 = k0;

@@ -22,7 +22,9 @@ use std::arch::x86_64::*;
 use rayon::prelude::*;
 
 use super::joseph::{Group, ViewRays};
-use super::lanes::{add_pair, coords, fits, lanes, window};
+use super::lanes::{
+    add_pair, coords, fits, lanes, parallel_halves, transpose8, window, window_halves,
+};
 use super::ray::{other_axes, Grid};
 use crate::tomo::geometry::VecGeometry;
 
@@ -31,6 +33,8 @@ use crate::tomo::geometry::VecGeometry;
 const PAD: usize = 16;
 /// Planes per block.
 const PLANES: usize = 16;
+/// Planes per block of the forward (one scratch slab).
+const FORWARD_PLANES: usize = 16;
 /// Views whose rays are set up together in the transpose.
 const VIEW_BLOCK: usize = 64;
 /// Most views of one forward task (their rays and sums stay in the core's cache).
@@ -78,7 +82,11 @@ impl Layout {
 }
 
 /// Copies planes `mb..mb + npl` into the scratch rows (padding left as is).
-fn load_slab(vol: &[f32], l: &Layout, mb: usize, npl: usize, scr: &mut [f32]) {
+///
+/// # Safety
+/// AVX2 must be present.
+#[target_feature(enable = "avx2,fma")]
+unsafe fn load_slab(vol: &[f32], l: &Layout, mb: usize, npl: usize, scr: &mut [f32]) {
     let row = l.row();
     if l.sb == 1 {
         for p in 0..npl {
@@ -86,17 +94,39 @@ fn load_slab(vol: &[f32], l: &Layout, mb: usize, npl: usize, scr: &mut [f32]) {
             scr[p * row + PAD..p * row + PAD + l.nb].copy_from_slice(src);
         }
     } else {
+        // The in-plane axis is the strided one: 8 × 8 tiles transposed in registers.
+        let (j8, p8) = (l.nb / 8 * 8, npl / 8 * 8);
+        assert!(l.sa == 1 && (l.nb - 1) * l.sb + mb + npl <= vol.len() && npl * row <= scr.len());
+        for j in (0..j8).step_by(8) {
+            for p in (0..p8).step_by(8) {
+                // SAFETY: AVX2 checked by `available`; rows `j..j + 8` hold planes
+                // `mb + p..mb + p + 8` (asserted above) and the scratch rows `p..p + 8`.
+                unsafe {
+                    let src = vol.as_ptr().add(j * l.sb + mb + p);
+                    let r = std::array::from_fn(|q| _mm256_loadu_ps(src.add(q * l.sb)));
+                    let c = transpose8(r);
+                    for (q, c) in c.iter().enumerate() {
+                        _mm256_storeu_ps(scr.as_mut_ptr().add((p + q) * row + PAD + j), *c);
+                    }
+                }
+            }
+        }
         for j in 0..l.nb {
-            let src = &vol[j * l.sb + mb * l.sa..];
-            for p in 0..npl {
-                scr[p * row + PAD + j] = src[p * l.sa];
+            let src = &vol[j * l.sb + mb..];
+            let from = if j < j8 { p8 } else { 0 };
+            for p in from..npl {
+                scr[p * row + PAD + j] = src[p];
             }
         }
     }
 }
 
 /// Adds the two scratch slabs (`PLANES` rows each) to planes `mb..mb + npl` of the volume.
-fn store_slab(vol: &mut [f32], l: &Layout, mb: usize, npl: usize, scr: &[f32]) {
+///
+/// # Safety
+/// AVX2 must be present.
+#[target_feature(enable = "avx2,fma")]
+unsafe fn store_slab(vol: &mut [f32], l: &Layout, mb: usize, npl: usize, scr: &[f32]) {
     let row = l.row();
     let (even, odd) = scr.split_at(PLANES * row);
     if l.sb == 1 {
@@ -108,10 +138,35 @@ fn store_slab(vol: &mut [f32], l: &Layout, mb: usize, npl: usize, scr: &[f32]) {
             }
         }
     } else {
+        // The in-plane axis is the strided one: 8 × 8 tiles transposed in registers.
+        let (j8, p8) = (l.nb / 8 * 8, npl / 8 * 8);
+        assert!(l.sa == 1 && (l.nb - 1) * l.sb + mb + npl <= vol.len() && npl * row <= even.len());
+        for j in (0..j8).step_by(8) {
+            for p in (0..p8).step_by(8) {
+                // SAFETY: AVX2 checked by `available`; rows `j..j + 8` hold planes
+                // `mb + p..mb + p + 8` (asserted above) and the scratch rows `p..p + 8`.
+                unsafe {
+                    let r = std::array::from_fn(|q| {
+                        let at = (p + q) * row + PAD + j;
+                        _mm256_add_ps(
+                            _mm256_loadu_ps(even.as_ptr().add(at)),
+                            _mm256_loadu_ps(odd.as_ptr().add(at)),
+                        )
+                    });
+                    let c = transpose8(r);
+                    let dst = vol.as_mut_ptr().add(j * l.sb + mb + p);
+                    for (q, c) in c.iter().enumerate() {
+                        let d = dst.add(q * l.sb);
+                        _mm256_storeu_ps(d, _mm256_add_ps(_mm256_loadu_ps(d), *c));
+                    }
+                }
+            }
+        }
         for j in 0..l.nb {
-            let dst = &mut vol[j * l.sb + mb * l.sa..];
-            for p in 0..npl {
-                dst[p * l.sa] += even[p * row + PAD + j] + odd[p * row + PAD + j];
+            let dst = &mut vol[j * l.sb + mb..];
+            let from = if j < j8 { p8 } else { 0 };
+            for p in from..npl {
+                dst[p] += even[p * row + PAD + j] + odd[p * row + PAD + j];
             }
         }
     }
@@ -161,11 +216,12 @@ pub(crate) fn forward(geom: &VecGeometry, grid: &Grid, vol: &[f32], sino: &mut [
                         continue;
                     }
                     scr.clear();
-                    scr.resize(PLANES * l.row(), 0.0f32);
+                    scr.resize(FORWARD_PLANES * l.row(), 0.0f32);
                     let mut mb = lo;
                     while mb < hi {
-                        let npl = PLANES.min(hi - mb);
-                        load_slab(vol, &l, mb, npl, scr);
+                        let npl = FORWARD_PLANES.min(hi - mb);
+                        // SAFETY: AVX2 checked by `available`.
+                        unsafe { load_slab(vol, &l, mb, npl, scr) };
                         for (r, acc) in rays[..count].iter().zip(accs.iter_mut()) {
                             let (k0, k1) = (r.class[a], r.class[a + 1]);
                             if k0 == k1 {
@@ -288,7 +344,7 @@ impl SlabWriter {
     unsafe fn add(&self, l: &Layout, mb: usize, npl: usize, scr: &[f32]) {
         // SAFETY: the caller owns these planes; `store_slab` touches only them.
         let vol = unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) };
-        store_slab(vol, l, mb, npl, scr);
+        unsafe { store_slab(vol, l, mb, npl, scr) };
     }
 }
 
@@ -311,6 +367,21 @@ unsafe fn safe_span(f0: __m256, s: __m256, m_first: usize, m_last: usize, nb: i3
         && ii
             .iter()
             .all(|v| v[1..].iter().all(|&x| (1..=13).contains(&x)))
+}
+
+/// Whether the first taps of both halves (lanes 0 and 4) stay in `[−PAD, nb + PAD − 8]` at every
+/// plane `m_first..=m_last`, so that [`window_halves`] reads inside the padded rows. Each lane's
+/// computed coordinate is monotone in the plane number (a rounded product, then a rounded sum),
+/// so the two end planes bound it.
+#[inline(always)]
+unsafe fn bases_fit(f0: __m256, s: __m256, m_first: usize, m_last: usize, nb: i32) -> bool {
+    let (lo, hi) = (-(PAD as i32), nb + PAD as i32 - 8);
+    [m_first, m_last].into_iter().all(|m| {
+        let (i, _, _, _) = coords(f0, s, _mm256_set1_ps(m as f32));
+        let mut ii = [0i32; 8];
+        _mm256_storeu_si256(ii.as_mut_ptr() as *mut __m256i, i);
+        (lo..=hi).contains(&ii[0]) && (lo..=hi).contains(&ii[4])
+    })
 }
 
 /// Planes `p0..p1` of the block (relative to `mb`) where vector `vi` may have taps.
@@ -351,6 +422,27 @@ unsafe fn forward_block(
         // of the plane-major kernels (bit-identical results).
         let mut sum = lanes(acc, k, true);
         let mut mv = _mm256_set1_ps((mb + p0) as f32);
+        if parallel_halves(f0, s) && bases_fit(f0, s, mb + p0, mb + p1 - 1, nb) {
+            // Parallel rays whose halves keep their taps within eight cells, all in the
+            // padded rows: half windows, no per-plane checks.
+            for p in p0..p1 {
+                let (i, t, _, _) = coords(f0, s, mv);
+                mv = _mm256_add_ps(mv, one);
+                let (v0, v1) = window_halves(scr.as_ptr().add(p * row + PAD), i);
+                let x = _mm256_add_ps(
+                    _mm256_mul_ps(_mm256_sub_ps(one, t), v0),
+                    _mm256_mul_ps(t, v1),
+                );
+                sum = _mm256_add_ps(sum, x);
+            }
+            let mut out = [0f32; 8];
+            _mm256_storeu_ps(out.as_mut_ptr(), sum);
+            for (a, o) in acc[k..].iter_mut().zip(out) {
+                *a = o;
+            }
+            k += 8;
+            continue;
+        }
         // A span proven to fit the window needs no per-plane checks.
         let safe = safe_span(f0, s, mb + p0, mb + p1 - 1, nb);
         for p in p0..p1 {
@@ -445,10 +537,15 @@ unsafe fn transpose_block(
                 let mut pr = [0f32; 16];
                 _mm256_storeu_ps(pr.as_mut_ptr(), _mm256_unpacklo_ps(a0, a1));
                 _mm256_storeu_ps(pr.as_mut_ptr().add(8), _mm256_unpackhi_ps(a0, a1));
-                let mut ii = [0i32; 8];
-                _mm256_storeu_si256(ii.as_mut_ptr() as *mut __m256i, idx);
-                let we = re.offset(i0 as isize);
-                let wo = ro.offset(i0 as isize);
+                // Cell offsets from the start of the scratch row (taps from −PAD on).
+                let mut ii = [0u32; 8];
+                let pad = _mm256_set1_epi32(PAD as i32);
+                _mm256_storeu_si256(ii.as_mut_ptr() as *mut __m256i, _mm256_add_epi32(i, pad));
+                // Read back through memory: scalar loads on the load ports instead of lane
+                // extracts on the shuffle ports.
+                let (pr, ii) = std::hint::black_box((&pr, &ii));
+                let we = re.sub(PAD);
+                let wo = ro.sub(PAD);
                 for q in (0..8).step_by(2) {
                     add_pair(we.add(ii[q] as usize), pr.as_ptr().add(PAIR[q]));
                 }
