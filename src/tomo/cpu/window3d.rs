@@ -104,12 +104,51 @@ unsafe fn classify(l: &Layout, m: usize, ib: __m256i, ib0: i32, ic0: i32, idx: _
     Taps::Lanes
 }
 
-/// Prefetches both rows four cache lines ahead of the window: the next groups of the detector
-/// column read there at the same plane. (Prefetches do not fault, whatever the address.)
+/// Whether the lanes share their `b` track (bit-identical `fb0` and `sb`): then they share the
+/// `b` taps and weights at every plane.
 #[inline(always)]
-unsafe fn prefetch_rows(p: *const f32, sb: usize) {
+unsafe fn shares_b(fb0: __m256, sb: __m256) -> bool {
+    let zero = _mm256_setzero_si256();
+    let same = |v: __m256| {
+        let v = _mm256_castps_si256(v);
+        let v0 = _mm256_permutevar8x32_epi32(v, zero);
+        _mm256_movemask_epi8(_mm256_cmpeq_epi32(v, v0)) == -1
+    };
+    same(fb0) && same(sb)
+}
+
+/// Whether both `b` rows of a window from lane 0's taps `(ib0, ic0)` are in the grid and the
+/// seventeen cells of the window inside them (with [`fits`], [`classify`] gives `Fast` with
+/// `inner` then).
+#[inline(always)]
+fn inner(l: &Layout, ib0: i32, ic0: i32) -> bool {
+    (ib0 as u32) < (l.nb - 1) as u32 && ic0 >= 0 && ic0 + 17 <= l.nc
+}
+
+/// Prefetches both rows four cache lines ahead of the window (the next groups of the detector
+/// column read there at the same plane), and the row that the next detector columns will need
+/// (`next_row` from `p`, at the window's upper line). Prefetches do not fault, whatever the
+/// address.
+#[inline(always)]
+unsafe fn prefetch_rows(p: *const f32, sb: usize, next_row: isize) {
     _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(64) as *const i8);
     _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(sb + 64) as *const i8);
+    _mm_prefetch::<_MM_HINT_T0>(p.wrapping_offset(next_row + 16) as *const i8);
+}
+
+/// The volume offset from a group's lower `b` row to the row that the following detector
+/// columns of class `a` reach next: `b + 2` when the columns' `b` track increases, `b − 1` when
+/// it decreases.
+fn next_row(r: &ViewRays<f32>, a: usize, l: &Layout) -> isize {
+    let (k0, k1) = (r.class[a], r.class[a + 1]);
+    let (lo, hi) = r.planes[a];
+    let mid = ((lo + hi) / 2) as f32;
+    let key = |k: usize| r.fb0[k] + mid * r.sb[k];
+    if k1 > k0 && key(k1 - 1) < key(k0) {
+        -(l.sb as isize)
+    } else {
+        2 * l.sb as isize
+    }
 }
 
 /// Lane masks of the `c` taps `ic` and `ic + 1` that are inside `[0, nc)`.
@@ -152,6 +191,7 @@ pub(crate) fn forward(geom: &VecGeometry, grid: &Grid, vol: &[f32], sino: &mut [
                     continue;
                 }
                 let groups = &r.groups[r.gclass[a]..r.gclass[a + 1]];
+                let ahead = next_row(r, a, &l);
                 let (lo, hi) = r.planes[a];
                 // Blocks of planes: the pages and cache lines of a few planes serve all groups.
                 for mb in (lo..hi).step_by(PLANES) {
@@ -164,7 +204,9 @@ pub(crate) fn forward(geom: &VecGeometry, grid: &Grid, vol: &[f32], sino: &mut [
                         let (k, len) = (g.k as usize, g.len as usize);
                         // SAFETY: AVX2 and FMA checked by `available`; the group's rays are
                         // in `r`, `vol` is the whole volume of `l`.
-                        unsafe { forward_group(vol, &l, r, g, m0, m1, &mut acc[k..k + len]) };
+                        unsafe {
+                            forward_group(vol, &l, r, g, m0, m1, ahead, &mut acc[k..k + len])
+                        };
                     }
                 }
             }
@@ -198,6 +240,7 @@ fn tap(vol: &[f32], l: &Layout, m: usize, jb: i32, jc: i32) -> f32 {
 }
 
 /// Adds the group's taps at planes `m0..m1` to its running sums `acc`, plane after plane.
+#[allow(clippy::too_many_arguments)]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn forward_group(
     vol: &[f32],
@@ -206,6 +249,7 @@ unsafe fn forward_group(
     g: &Group,
     m0: usize,
     m1: usize,
+    next_row: isize,
     acc: &mut [f32],
 ) {
     let (k, len) = (g.k as usize, g.len as usize);
@@ -213,15 +257,24 @@ unsafe fn forward_group(
     let one = _mm256_set1_ps(1.0);
     let mut sum = lanes_n(acc, 0, len, true);
     let mut mv = _mm256_set1_ps(m0 as f32);
+    let shared_b = shares_b(fb0, sb);
     for m in m0..m1 {
         let (ib, tb, ib0, _) = coords(fb0, sb, mv);
         let (ic, tc, ic0, idx) = coords(fc0, sc, mv);
         mv = _mm256_add_ps(mv, one);
         let (wb0, wc0) = (_mm256_sub_ps(one, tb), _mm256_sub_ps(one, tc));
-        match classify(l, m, ib, ib0, ic0, idx) {
+        let taps = if shared_b && inner(l, ib0, ic0) && fits(idx) {
+            Taps::Fast {
+                base: (m * l.sa + ib0 as usize * l.sb + ic0 as usize) as isize,
+                inner: true,
+            }
+        } else {
+            classify(l, m, ib, ib0, ic0, idx)
+        };
+        match taps {
             Taps::Fast { base, inner } => {
                 let p = vol.as_ptr().offset(base);
-                prefetch_rows(p, l.sb);
+                prefetch_rows(p, l.sb, next_row);
                 let (mut v00, mut v01) = window(p, idx);
                 let (mut v10, mut v11) = window(p.add(l.sb), idx);
                 if !inner {
@@ -260,9 +313,15 @@ unsafe fn forward_group(
             }
         }
     }
-    let mut out = [0f32; 8];
-    _mm256_storeu_ps(out.as_mut_ptr(), sum);
-    acc.copy_from_slice(&out[..len]);
+    if len == 8 {
+        _mm256_storeu_ps(acc.as_mut_ptr(), sum);
+    } else {
+        let mut out = [0f32; 8];
+        _mm256_storeu_ps(out.as_mut_ptr(), sum);
+        for (a, o) in acc.iter_mut().zip(out) {
+            *a = o;
+        }
+    }
 }
 
 /// Shared access to the volume for tasks that own disjoint slabs of planes.
@@ -334,11 +393,12 @@ pub(crate) fn transpose(
                             }
                             continue;
                         }
+                        let ahead = next_row(r, a, &l);
                         for g in &r.groups[r.gclass[a]..r.gclass[a + 1]] {
                             let (m0, m1) = ((g.lo as usize).max(mb), (g.hi as usize).min(me));
                             if m0 < m1 {
                                 // SAFETY: as above; AVX2 and FMA checked by `available`.
-                                unsafe { transpose_group(ptr.0, &l, r, g, m0, m1) };
+                                unsafe { transpose_group(ptr.0, &l, r, g, m0, m1, ahead) };
                             }
                         }
                     }
@@ -361,6 +421,7 @@ unsafe fn transpose_group(
     g: &Group,
     m0: usize,
     m1: usize,
+    next_row: isize,
 ) {
     let (k, len) = (g.k as usize, g.len as usize);
     let c = lanes_n(&r.coef, k, len, true);
@@ -372,17 +433,26 @@ unsafe fn transpose_group(
     // Position of lane q's pair after unpacklo/unpackhi.
     const PAIR: [usize; 8] = [0, 2, 8, 10, 4, 6, 12, 14];
     let mut mv = _mm256_set1_ps(m0 as f32);
+    let shared_b = shares_b(fb0, sb);
     for m in m0..m1 {
         let (ib, tb, ib0, _) = coords(fb0, sb, mv);
         let (ic, tc, ic0, idx) = coords(fc0, sc, mv);
         mv = _mm256_add_ps(mv, one);
         let (wb0, wc0) = (_mm256_sub_ps(one, tb), _mm256_sub_ps(one, tc));
+        let taps = if shared_b && inner(l, ib0, ic0) && fits(idx) {
+            Taps::Fast {
+                base: (m * l.sa + ib0 as usize * l.sb + ic0 as usize) as isize,
+                inner: true,
+            }
+        } else {
+            classify(l, m, ib, ib0, ic0, idx)
+        };
         // The products of the portable kernel: coef · (wb · wc).
         let a00 = _mm256_mul_ps(c, _mm256_mul_ps(wb0, wc0));
         let a01 = _mm256_mul_ps(c, _mm256_mul_ps(wb0, tc));
         let a10 = _mm256_mul_ps(c, _mm256_mul_ps(tb, wc0));
         let a11 = _mm256_mul_ps(c, _mm256_mul_ps(tb, tc));
-        match classify(l, m, ib, ib0, ic0, idx) {
+        match taps {
             Taps::Fast { base, inner } => {
                 let mut pr = [[0f32; 16]; 2];
                 _mm256_storeu_ps(pr[0].as_mut_ptr(), _mm256_unpacklo_ps(a00, a01));
@@ -393,7 +463,7 @@ unsafe fn transpose_group(
                 _mm256_storeu_si256(ii.as_mut_ptr() as *mut __m256i, idx);
                 let p0 = vol.offset(base);
                 let p1 = p0.add(l.sb);
-                prefetch_rows(p0, l.sb);
+                prefetch_rows(p0, l.sb, next_row);
                 if inner {
                     // Even lanes, then odd ones (neighbouring lanes' pairs may overlap), one row
                     // after the other: overlapping accesses stay far apart.
