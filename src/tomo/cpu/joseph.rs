@@ -97,6 +97,9 @@ impl<T: Scalar> ViewRays<T> {
     }
 
     pub(crate) fn setup(&mut self, geom: &VecGeometry, grid: &Grid, view: usize) {
+        // At most one ray per detector pixel: written into the spare capacity, then the lengths
+        // set (no per-ray capacity checks and length updates in nine vectors).
+        let n = geom.nu() * geom.nv();
         for v in [
             &mut self.fb0,
             &mut self.sb,
@@ -105,30 +108,57 @@ impl<T: Scalar> ViewRays<T> {
             &mut self.w,
         ] {
             v.clear();
+            v.reserve(n);
         }
-        self.m0.clear();
-        self.m1.clear();
-        self.det.clear();
+        for v in [&mut self.m0, &mut self.m1, &mut self.det] {
+            v.clear();
+            v.reserve(n);
+        }
         self.axis.clear();
+        self.axis.reserve(n);
         let mut count = [0usize; 3];
         let mut range = [(usize::MAX, 0usize); 3];
-        // The rays in detector order, straight into the arrays; placed class by class below.
-        let mut push = |r: Ray<T>, det: usize| {
-            self.fb0.push(r.fb0);
-            self.sb.push(r.sb);
-            self.fc0.push(r.fc0);
-            self.sc.push(r.sc);
-            self.w.push(r.w);
-            self.m0.push(r.m0 as u32);
-            self.m1.push(r.m1 as u32);
-            self.det.push(det as u32);
-            self.axis.push(r.a as u8);
-            count[r.a] += 1;
-            let (lo, hi) = &mut range[r.a];
-            *lo = (*lo).min(r.m0);
-            *hi = (*hi).max(r.m1);
-        };
-        grid.view_rays::<T>(geom, view, &mut push);
+        let mut k = 0;
+        {
+            let fb0 = self.fb0.spare_capacity_mut();
+            let sb = self.sb.spare_capacity_mut();
+            let fc0 = self.fc0.spare_capacity_mut();
+            let sc = self.sc.spare_capacity_mut();
+            let w = self.w.spare_capacity_mut();
+            let m0 = self.m0.spare_capacity_mut();
+            let m1 = self.m1.spare_capacity_mut();
+            let det = self.det.spare_capacity_mut();
+            let axis = self.axis.spare_capacity_mut();
+            // The rays in detector order; placed class by class below.
+            grid.view_rays::<T>(geom, view, |r: Ray<T>, d: usize| {
+                fb0[k].write(r.fb0);
+                sb[k].write(r.sb);
+                fc0[k].write(r.fc0);
+                sc[k].write(r.sc);
+                w[k].write(r.w);
+                m0[k].write(r.m0 as u32);
+                m1[k].write(r.m1 as u32);
+                det[k].write(d as u32);
+                axis[k].write(r.a as u8);
+                k += 1;
+                count[r.a] += 1;
+                let (lo, hi) = &mut range[r.a];
+                *lo = (*lo).min(r.m0);
+                *hi = (*hi).max(r.m1);
+            });
+        }
+        // SAFETY: elements `0..k` of every vector were written above.
+        unsafe {
+            self.fb0.set_len(k);
+            self.sb.set_len(k);
+            self.fc0.set_len(k);
+            self.sc.set_len(k);
+            self.w.set_len(k);
+            self.m0.set_len(k);
+            self.m1.set_len(k);
+            self.det.set_len(k);
+            self.axis.set_len(k);
+        }
         let total = self.det.len();
         self.class = [0, count[0], count[0] + count[1], total];
         for a in 0..3 {

@@ -8,6 +8,8 @@ mod kernels;
 mod lanes;
 pub(crate) mod ray;
 #[cfg(target_arch = "x86_64")]
+mod ray_avx2;
+#[cfg(target_arch = "x86_64")]
 mod window2d;
 #[cfg(target_arch = "x86_64")]
 mod window3d;

@@ -37,14 +37,14 @@ pub(crate) struct Ray<T> {
 /// plane with their reciprocals.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Direction {
-    a: usize,
-    three_d: bool,
-    inv_da: f64,
-    w: f64,
-    sb: f64,
-    inv_sb: f64,
-    sc: f64,
-    inv_sc: f64,
+    pub(super) a: usize,
+    pub(super) three_d: bool,
+    pub(super) inv_da: f64,
+    pub(super) w: f64,
+    pub(super) sb: f64,
+    pub(super) inv_sb: f64,
+    pub(super) sc: f64,
+    pub(super) inv_sc: f64,
 }
 
 /// The two non-dominant axes, in increasing order.
@@ -260,10 +260,25 @@ impl Grid {
                 }
             }
             Beam::Point => {
+                let simd = simd();
                 for iu in 0..nu {
                     let mut col: Option<Column> = None;
-                    for iv in 0..nv {
+                    let mut iv = 0;
+                    while iv < nv {
+                        #[cfg(target_arch = "x86_64")]
+                        if let (true, Some(cl)) = (simd && dims == 3 && iv + 4 <= nv, &col) {
+                            let v = &geom.views()[view];
+                            // SAFETY: AVX2 checked by `simd`; the grid is 3D.
+                            let quad = (nu, nv);
+                            if unsafe {
+                                super::ray_avx2::column_quad(self, cl, v, quad, (iu, iv), &mut f)
+                            } {
+                                iv += 4;
+                                continue;
+                            }
+                        }
                         let (q, d) = geom.ray(view, iu, iv);
+                        iv += 1;
                         let r = match &col {
                             Some(cl) if dims == 3 && cl.matches(self, &q, &d) => {
                                 self.column_ray(cl, &q, &d)
@@ -277,7 +292,7 @@ impl Grid {
                             }
                         };
                         if let Some(r) = r {
-                            f(r, iu * nv + iv);
+                            f(r, iu * nv + iv - 1);
                         }
                     }
                 }
@@ -296,12 +311,33 @@ impl Grid {
         mut f: impl FnMut(Ray<T>, usize),
     ) {
         let (nu, nv) = (geom.nu(), geom.nv());
-        for iu in 0..nu {
-            for iv in 0..nv {
+        let simd = simd();
+        // Quads along the faster detector index: v in 3D, u in 2D.
+        let along_v = nv > 1;
+        let (outer, inner) = if along_v { (nu, nv) } else { (1, nu) };
+        for o in 0..outer {
+            let mut i = 0;
+            while i < inner {
+                let (iu, iv) = if along_v { (o, i) } else { (i, 0) };
+                #[cfg(target_arch = "x86_64")]
+                if simd && i + 4 <= inner {
+                    let v = &geom.views()[view];
+                    let (shape, at) = ((nu, nv), (iu, iv));
+                    // SAFETY: AVX2 checked by `simd`.
+                    if unsafe {
+                        super::ray_avx2::parallel_quad::<T, A, C3>(
+                            self, v, shape, d, dir, at, along_v, &mut f,
+                        )
+                    } {
+                        i += 4;
+                        continue;
+                    }
+                }
                 let (q, _) = geom.ray(view, iu, iv);
                 if let Some(r) = self.ray_along::<T, A, C3>(&q, d, dir) {
                     f(r, iu * nv + iv);
                 }
+                i += 1;
             }
         }
     }
@@ -365,21 +401,34 @@ impl Grid {
     }
 }
 
+/// Whether the AVX2 set-up can run.
+#[inline]
+fn simd() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        is_x86_feature_detected!("avx2")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 /// What the 3D rays of a detector column share when their dominant axis `a` and their
 /// coordinates along `a` and `b` (point and direction) are bit-identical: the reciprocal of the
 /// direction along `a`, the `b` track and the planes it allows.
 #[derive(Clone, Copy, Debug)]
-struct Column {
-    a: usize,
+pub(super) struct Column {
+    pub(super) a: usize,
     /// Bits of `q[a]`, `q[b]`, `d[a]`, `d[b]`.
-    key: [u64; 4],
-    inv_da: f64,
-    tm: f64,
-    t0: f64,
-    fb0: f64,
-    sb: f64,
-    lo: f64,
-    hi: f64,
+    pub(super) key: [u64; 4],
+    pub(super) inv_da: f64,
+    pub(super) tm: f64,
+    pub(super) t0: f64,
+    pub(super) fb0: f64,
+    pub(super) sb: f64,
+    pub(super) lo: f64,
+    pub(super) hi: f64,
 }
 
 impl Column {
@@ -424,18 +473,34 @@ mod tests {
         g
     }
 
-    /// Parallel 3D, circular and helical cone beams with offsets, and a cone beam given view by
-    /// view with a tilted detector (its columns share nothing), over random grids.
+    fn angles_of(a0: f64, da: f64, n: usize) -> UniformPartition {
+        UniformPartition::new(&[a0], &[a0 + da], &[n]).unwrap()
+    }
+
+    /// Parallel 3D, circular and helical cone beams with offsets, a cone beam given view by
+    /// view with a tilted detector (its columns share nothing), parallel 2D and fan beams, over
+    /// random grids.
     fn case() -> impl Strategy<Value = (Grid, Geometry)> {
         (
             (1usize..24, 1usize..24, 1usize..24),
             (0.3f64..2.0, 0.3f64..2.0, 0.3f64..2.0),
             (0.0f64..6.3, 0.1f64..6.3, 1usize..6),
             (1usize..12, 1usize..12, 0.5f64..4.0, -0.5f64..0.5),
-            (0usize..4, -1.0f64..1.0),
+            (0usize..6, -1.0f64..1.0),
         )
             .prop_map(|(n, e, (a0, da, na), (nu, nv, dw, off), (kind, pitch))| {
-                let g = grid([n.0, n.1, n.2], [e.0, e.1, e.2]);
+                let mut g = grid([n.0, n.1, n.2], [e.0, e.1, e.2]);
+                if kind >= 4 {
+                    // 2D: a third axis of one unit cell; detectors up to 4·12 pixels.
+                    (g.shape[2], g.min[2], g.h[2], g.inv_h[2]) = (1, 0.0, 1.0, 1.0);
+                    let det = UniformPartition::new(&[-dw + off], &[dw], &[nu * nv]).unwrap();
+                    let geom = if kind == 4 {
+                        Geometry::parallel_2d_offset(&angles_of(a0, da, na), &det, off).unwrap()
+                    } else {
+                        Geometry::fan_flat(&angles_of(a0, da, na), &det, 4.0, 2.0, off).unwrap()
+                    };
+                    return (g, geom);
+                }
                 let angles = UniformPartition::new(&[a0], &[a0 + da], &[na]).unwrap();
                 let det =
                     UniformPartition::new(&[-dw, -dw * 0.7], &[dw, dw * 0.9], &[nu, nv]).unwrap();
