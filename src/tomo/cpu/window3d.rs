@@ -324,6 +324,68 @@ unsafe fn forward_group(
     }
 }
 
+/// For a pattern of seven steps between the lower `c` taps of neighbouring lanes (bit `q − 1`
+/// set: lane `q`'s tap is two cells above lane `q − 1`'s, else one), the lane whose lower tap
+/// (`lo`) and whose upper tap (`hi`) is each cell of a sixteen-cell window starting at lane 0's
+/// lower tap, in two halves of eight; −1 where none.
+#[derive(Clone, Copy)]
+struct Route {
+    lo: [[i32; 8]; 2],
+    hi: [[i32; 8]; 2],
+}
+
+impl Route {
+    /// The lane indices of half `h` of the window (lower taps, upper taps).
+    #[inline(always)]
+    unsafe fn lane_vectors(&self, h: usize) -> (__m256i, __m256i) {
+        (
+            _mm256_loadu_si256(self.lo[h].as_ptr() as *const __m256i),
+            _mm256_loadu_si256(self.hi[h].as_ptr() as *const __m256i),
+        )
+    }
+}
+
+/// [`Route`]s of all 128 step patterns.
+static ROUTES: [Route; 128] = routes();
+
+const fn routes() -> [Route; 128] {
+    let mut t = [Route {
+        lo: [[-1; 8]; 2],
+        hi: [[-1; 8]; 2],
+    }; 128];
+    let mut p = 0;
+    while p < 128 {
+        let mut pos = 0;
+        let mut q: i32 = 0;
+        while q < 8 {
+            if q > 0 {
+                pos += 1 + ((p >> (q - 1)) & 1);
+            }
+            t[p].lo[pos / 8][pos % 8] = q;
+            t[p].hi[(pos + 1) / 8][(pos + 1) % 8] = q;
+            q += 1;
+        }
+        p += 1;
+    }
+    t
+}
+
+/// The step pattern of lower taps `idx` (offsets from lane 0's) for [`ROUTES`], or `None` when
+/// a step is neither one nor two cells.
+#[inline(always)]
+unsafe fn steps_pattern(idx: __m256i) -> Option<usize> {
+    let prev = _mm256_permutevar8x32_epi32(idx, _mm256_setr_epi32(0, 0, 1, 2, 3, 4, 5, 6));
+    let d = _mm256_sub_epi32(idx, prev);
+    let step = |n: i32| {
+        _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(
+            d,
+            _mm256_set1_epi32(n),
+        )))
+    };
+    let (one, two) = (step(1), step(2));
+    ((one | two) & 0xfe == 0xfe).then_some((two >> 1) as usize)
+}
+
 /// Shared access to the volume for tasks that own disjoint slabs of planes.
 #[derive(Clone, Copy)]
 struct VolPtr(*mut f32);
@@ -464,7 +526,31 @@ unsafe fn transpose_group(
                 let p0 = vol.offset(base);
                 let p1 = p0.add(l.sb);
                 prefetch_rows(p0, l.sb, next_row);
-                if inner {
+                if let (true, Some(pat)) = (inner && shared_b, steps_pattern(idx)) {
+                    // The lanes' c taps, one or two cells apart, routed into a sixteen-cell
+                    // profile (shared by both rows: the lanes share their b weights), added to
+                    // each row with two vector read-modify-writes.
+                    let route = &ROUTES[pat];
+                    let ((lo0, hi0), (lo1, hi1)) = (route.lane_vectors(0), route.lane_vectors(1));
+                    let (c0, c1) = (_mm256_mul_ps(c, wc0), _mm256_mul_ps(c, tc));
+                    let pick = |v: __m256, ix: __m256i| {
+                        _mm256_blendv_ps(
+                            _mm256_permutevar8x32_ps(v, ix),
+                            _mm256_setzero_ps(),
+                            _mm256_castsi256_ps(ix),
+                        )
+                    };
+                    let prof = [
+                        _mm256_add_ps(pick(c0, lo0), pick(c1, hi0)),
+                        _mm256_add_ps(pick(c0, lo1), pick(c1, hi1)),
+                    ];
+                    for (row, w) in [(p0, wb0), (p1, tb)] {
+                        for (h, v) in prof.iter().enumerate() {
+                            let d = row.add(8 * h);
+                            _mm256_storeu_ps(d, _mm256_fmadd_ps(w, *v, _mm256_loadu_ps(d)));
+                        }
+                    }
+                } else if inner {
                     // Even lanes, then odd ones (neighbouring lanes' pairs may overlap), one row
                     // after the other: overlapping accesses stay far apart.
                     for h in [[0, 2, 4, 6], [1, 3, 5, 7]] {
