@@ -423,7 +423,9 @@ pub(crate) fn transpose(
         for a in 0..3 {
             let l = Layout::new(shape, a);
             let n_a = shape[a];
-            let k = tasks.clamp(1, n_a);
+            // Slabs of at most 8 planes (the work per plane varies: rays cross the middle
+            // planes more often than the outer ones), at least one per task.
+            let k = tasks.max(n_a.div_ceil(8)).clamp(1, n_a);
             (0..k).into_par_iter().for_each(|t| {
                 let ptr = &ptr;
                 let (p, q) = (t * n_a / k, (t + 1) * n_a / k);
