@@ -100,17 +100,11 @@ impl<T: Scalar> ViewRays<T> {
         // At most one ray per detector pixel: written into the spare capacity, then the lengths
         // set (no per-ray capacity checks and length updates in nine vectors).
         let n = geom.nu() * geom.nv();
-        for v in [
-            &mut self.fb0,
-            &mut self.sb,
-            &mut self.fc0,
-            &mut self.sc,
-            &mut self.w,
-        ] {
+        for v in self.floats() {
             v.clear();
             v.reserve(n);
         }
-        for v in [&mut self.m0, &mut self.m1, &mut self.det] {
+        for v in self.indices() {
             v.clear();
             v.reserve(n);
         }
@@ -178,40 +172,48 @@ impl<T: Scalar> ViewRays<T> {
         }
     }
 
-    /// Reorders rays `k0..k0 + order.len()` so that ray `k0 + j` becomes ray `order[j]`.
-    fn apply_order(&mut self, k0: usize) {
-        let order = &self.order;
-        let (st, su) = (&mut self.scratch_t, &mut self.scratch_u);
-        for v in [
+    /// The rays' floating-point parameters.
+    fn floats(&mut self) -> [&mut Vec<T>; 5] {
+        [
             &mut self.fb0,
             &mut self.sb,
             &mut self.fc0,
             &mut self.sc,
             &mut self.w,
-        ] {
+        ]
+    }
+
+    /// The rays' plane ranges and detector indices.
+    fn indices(&mut self) -> [&mut Vec<u32>; 3] {
+        [&mut self.m0, &mut self.m1, &mut self.det]
+    }
+
+    /// Reorders rays `k0..k0 + order.len()` so that ray `k0 + j` becomes ray `order[j]`.
+    fn apply_order(&mut self, k0: usize) {
+        let order = std::mem::take(&mut self.order);
+        let (mut st, mut su) = (
+            std::mem::take(&mut self.scratch_t),
+            std::mem::take(&mut self.scratch_u),
+        );
+        for v in self.floats() {
             st.clear();
             st.extend(order.iter().map(|&k| v[k]));
-            v[k0..k0 + st.len()].copy_from_slice(st);
+            v[k0..k0 + st.len()].copy_from_slice(&st);
         }
-        for v in [&mut self.m0, &mut self.m1, &mut self.det] {
+        for v in self.indices() {
             su.clear();
             su.extend(order.iter().map(|&k| v[k]));
-            v[k0..k0 + su.len()].copy_from_slice(su);
+            v[k0..k0 + su.len()].copy_from_slice(&su);
         }
+        (self.order, self.scratch_t, self.scratch_u) = (order, st, su);
     }
 
     /// Reverses the order of rays `k0..k1`.
     fn reverse(&mut self, k0: usize, k1: usize) {
-        for v in [
-            &mut self.fb0,
-            &mut self.sb,
-            &mut self.fc0,
-            &mut self.sc,
-            &mut self.w,
-        ] {
+        for v in self.floats() {
             v[k0..k1].reverse();
         }
-        for v in [&mut self.m0, &mut self.m1, &mut self.det] {
+        for v in self.indices() {
             v[k0..k1].reverse();
         }
     }

@@ -188,23 +188,10 @@ impl Grid {
         dir: &Direction,
     ) -> Option<Ray<T>> {
         let a = A;
-        let (b, c) = other_axes(a);
-        // Position along the ray at the first plane centre; fractional index there.
-        let t0 = (self.min[a] + 0.5 * self.h[a] - q[a]) * dir.inv_da;
-        let f0 = |k: usize| (q[k] + t0 * d[k] - self.min[k]) * self.inv_h[k] - 0.5;
-        let fb0 = f0(b);
-        let fc0 = if C3 { f0(c) } else { 0.0 };
+        let (_, c) = other_axes(a);
+        let (t0, fb0, mut lo, mut hi) = self.b_track(a, q, d, dir);
+        let fc0 = if C3 { self.index_at(c, t0, q, d) } else { 0.0 };
         let n_a = self.shape[a];
-        let (mut lo, mut hi) = (0.0f64, n_a as f64);
-        plane_range(
-            fb0,
-            dir.sb,
-            dir.inv_sb,
-            self.shape[b],
-            n_a,
-            &mut lo,
-            &mut hi,
-        );
         if C3 {
             plane_range(
                 fc0,
@@ -342,12 +329,25 @@ impl Grid {
         }
     }
 
-    /// The shared part of the rays of a 3D detector column, from its ray `(q, d)`.
-    fn column(&self, q: &[f64; 3], d: &[f64; 3], dir: &Direction) -> Column {
-        let a = dir.a;
+    /// The fractional index along axis `k` of the point `q + t0·d`.
+    #[inline(always)]
+    fn index_at(&self, k: usize, t0: f64, q: &[f64; 3], d: &[f64; 3]) -> f64 {
+        (q[k] + t0 * d[k] - self.min[k]) * self.inv_h[k] - 0.5
+    }
+
+    /// A ray's position `t0` at the first plane centre along its dominant axis `a`, its
+    /// fractional `b` index `fb0` there, and the planes `[lo, hi)` its `b` track allows.
+    #[inline(always)]
+    fn b_track(
+        &self,
+        a: usize,
+        q: &[f64; 3],
+        d: &[f64; 3],
+        dir: &Direction,
+    ) -> (f64, f64, f64, f64) {
         let (b, _) = other_axes(a);
         let t0 = (self.min[a] + 0.5 * self.h[a] - q[a]) * dir.inv_da;
-        let fb0 = (q[b] + t0 * d[b] - self.min[b]) * self.inv_h[b] - 0.5;
+        let fb0 = self.index_at(b, t0, q, d);
         let n_a = self.shape[a];
         let (mut lo, mut hi) = (0.0f64, n_a as f64);
         plane_range(
@@ -359,6 +359,14 @@ impl Grid {
             &mut lo,
             &mut hi,
         );
+        (t0, fb0, lo, hi)
+    }
+
+    /// The shared part of the rays of a 3D detector column, from its ray `(q, d)`.
+    fn column(&self, q: &[f64; 3], d: &[f64; 3], dir: &Direction) -> Column {
+        let a = dir.a;
+        let (b, _) = other_axes(a);
+        let (t0, fb0, lo, hi) = self.b_track(a, q, d, dir);
         Column {
             a,
             key: [q[a], q[b], d[a], d[b]].map(f64::to_bits),
@@ -381,7 +389,7 @@ impl Grid {
         let inv_dc = 1.0 / d[c];
         let len = (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt();
         let (sc, inv_sc) = self.slope(cl.tm, d, a, c, inv_dc);
-        let fc0 = (q[c] + cl.t0 * d[c] - self.min[c]) * self.inv_h[c] - 0.5;
+        let fc0 = self.index_at(c, cl.t0, q, d);
         let n_a = self.shape[a];
         let (mut lo, mut hi) = (cl.lo, cl.hi);
         plane_range(fc0, sc, inv_sc, self.shape[c], n_a, &mut lo, &mut hi);

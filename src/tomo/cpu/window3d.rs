@@ -117,6 +117,28 @@ unsafe fn shares_b(fb0: __m256, sb: __m256) -> bool {
     same(fb0) && same(sb)
 }
 
+/// [`classify`], with the common case (lanes sharing their `b` track, the window inside both
+/// rows) tested first.
+#[inline(always)]
+unsafe fn taps_at(
+    l: &Layout,
+    m: usize,
+    shared_b: bool,
+    ib: __m256i,
+    ib0: i32,
+    ic0: i32,
+    idx: __m256i,
+) -> Taps {
+    if shared_b && inner(l, ib0, ic0) && fits(idx) {
+        Taps::Fast {
+            base: (m * l.sa + ib0 as usize * l.sb + ic0 as usize) as isize,
+            inner: true,
+        }
+    } else {
+        classify(l, m, ib, ib0, ic0, idx)
+    }
+}
+
 /// Whether both `b` rows of a window from lane 0's taps `(ib0, ic0)` are in the grid and the
 /// seventeen cells of the window inside them (with [`fits`], [`classify`] gives `Fast` with
 /// `inner` then).
@@ -263,14 +285,7 @@ unsafe fn forward_group(
         let (ic, tc, ic0, idx) = coords(fc0, sc, mv);
         mv = _mm256_add_ps(mv, one);
         let (wb0, wc0) = (_mm256_sub_ps(one, tb), _mm256_sub_ps(one, tc));
-        let taps = if shared_b && inner(l, ib0, ic0) && fits(idx) {
-            Taps::Fast {
-                base: (m * l.sa + ib0 as usize * l.sb + ic0 as usize) as isize,
-                inner: true,
-            }
-        } else {
-            classify(l, m, ib, ib0, ic0, idx)
-        };
+        let taps = taps_at(l, m, shared_b, ib, ib0, ic0, idx);
         match taps {
             Taps::Fast { base, inner } => {
                 let p = vol.as_ptr().offset(base);
@@ -503,14 +518,7 @@ unsafe fn transpose_group(
         let (ic, tc, ic0, idx) = coords(fc0, sc, mv);
         mv = _mm256_add_ps(mv, one);
         let (wb0, wc0) = (_mm256_sub_ps(one, tb), _mm256_sub_ps(one, tc));
-        let taps = if shared_b && inner(l, ib0, ic0) && fits(idx) {
-            Taps::Fast {
-                base: (m * l.sa + ib0 as usize * l.sb + ic0 as usize) as isize,
-                inner: true,
-            }
-        } else {
-            classify(l, m, ib, ib0, ic0, idx)
-        };
+        let taps = taps_at(l, m, shared_b, ib, ib0, ic0, idx);
         // The products of the portable kernel: coef · (wb · wc).
         let a00 = _mm256_mul_ps(c, _mm256_mul_ps(wb0, wc0));
         let a01 = _mm256_mul_ps(c, _mm256_mul_ps(wb0, tc));
