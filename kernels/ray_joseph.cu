@@ -197,6 +197,36 @@ __device__ __forceinline__ float march2(const float* __restrict__ vol, const Ray
     return acc;
 }
 
+// The taps and weights of a 3D ray at plane m (f = f0 + m*s rounded, taps floor(f), floor(f)+1 with
+// weights 1-t, t along b and c), shared by every 3D kernel so that forward and transpose agree bit
+// for bit: i00 is the volume index of tap (ib, ic); b0/b1/c0/c1 say which taps are in the grid.
+struct Taps3 {
+    int ib, ic, i00;
+    float wb0, wb1, wc0, wc1;
+    bool b0, b1, c0, c1;
+};
+
+__device__ __forceinline__ Taps3 taps3(const Ray& r, int m, int nb, int nc, int sa, int sb, int sc) {
+    Taps3 t;
+    const float mf = (float)m;
+    const float f = __fadd_rn(r.fb0, __fmul_rn(mf, r.sb));
+    t.ib = __float2int_rz(__fadd_rn(f, 4.0f)) - 4;
+    const float tb = __fsub_rn(f, (float)t.ib);
+    t.wb0 = __fsub_rn(1.0f, tb);
+    t.wb1 = tb;
+    const float fc = __fadd_rn(r.fc0, __fmul_rn(mf, r.sc));
+    t.ic = __float2int_rz(__fadd_rn(fc, 4.0f)) - 4;
+    const float tc = __fsub_rn(fc, (float)t.ic);
+    t.wc0 = __fsub_rn(1.0f, tc);
+    t.wc1 = tc;
+    t.b0 = t.ib >= 0 && t.ib < nb;
+    t.b1 = t.ib + 1 >= 0 && t.ib + 1 < nb;
+    t.c0 = t.ic >= 0 && t.ic < nc;
+    t.c1 = t.ic + 1 >= 0 && t.ic + 1 < nc;
+    t.i00 = m * sa + t.ib * sb + t.ic * sc;
+    return t;
+}
+
 // The 3D march of one ray over planes [mlo, mhi) with 32-bit indices (sh, st: the grid's shape
 // and strides): the per-plane taps and weights of every kernel, bilinear in (b, c), added to acc
 // in plane order.
@@ -204,22 +234,11 @@ __device__ __forceinline__ float march3(const float* __restrict__ vol, const Ray
                                         int mlo, int mhi, float acc) {
     const int nb = sh[r.b], sa = st[r.a], sb = st[r.b], nc = sh[r.c], sc = st[r.c];
     for (int m = mlo; m < mhi; ++m) {
-        const float mf = (float)m;
-        const float f = __fadd_rn(r.fb0, __fmul_rn(mf, r.sb));
-        const int ib = __float2int_rz(__fadd_rn(f, 4.0f)) - 4;
-        const float tb = __fsub_rn(f, (float)ib);
-        const float wb0 = __fsub_rn(1.0f, tb), wb1 = tb;
-        const float fc = __fadd_rn(r.fc0, __fmul_rn(mf, r.sc));
-        const int ic = __float2int_rz(__fadd_rn(fc, 4.0f)) - 4;
-        const float tc = __fsub_rn(fc, (float)ic);
-        const float wc0 = __fsub_rn(1.0f, tc), wc1 = tc;
-        const bool b0 = ib >= 0 && ib < nb, b1 = ib + 1 >= 0 && ib + 1 < nb;
-        const bool c0 = ic >= 0 && ic < nc, c1 = ic + 1 >= 0 && ic + 1 < nc;
-        const int i00 = m * sa + ib * sb + ic * sc;
-        if (b0 && c0) acc = __fadd_rn(acc, __fmul_rn(__fmul_rn(wb0, wc0), __ldg(vol + i00)));
-        if (b0 && c1) acc = __fadd_rn(acc, __fmul_rn(__fmul_rn(wb0, wc1), __ldg(vol + i00 + sc)));
-        if (b1 && c0) acc = __fadd_rn(acc, __fmul_rn(__fmul_rn(wb1, wc0), __ldg(vol + i00 + sb)));
-        if (b1 && c1) acc = __fadd_rn(acc, __fmul_rn(__fmul_rn(wb1, wc1), __ldg(vol + i00 + sb + sc)));
+        const Taps3 t = taps3(r, m, nb, nc, sa, sb, sc);
+        if (t.b0 && t.c0) acc = __fadd_rn(acc, __fmul_rn(__fmul_rn(t.wb0, t.wc0), __ldg(vol + t.i00)));
+        if (t.b0 && t.c1) acc = __fadd_rn(acc, __fmul_rn(__fmul_rn(t.wb0, t.wc1), __ldg(vol + t.i00 + sc)));
+        if (t.b1 && t.c0) acc = __fadd_rn(acc, __fmul_rn(__fmul_rn(t.wb1, t.wc0), __ldg(vol + t.i00 + sb)));
+        if (t.b1 && t.c1) acc = __fadd_rn(acc, __fmul_rn(__fmul_rn(t.wb1, t.wc1), __ldg(vol + t.i00 + sb + sc)));
     }
     return acc;
 }
@@ -418,34 +437,18 @@ __device__ __forceinline__ void march_segments3(const float* __restrict__ in, fl
         const int mlo = max(r.m0, seg * seglen), mhi = min(r.m1, (seg + 1) * seglen);
         if (mlo >= mhi) continue;
         if (!FORWARD) c = __fmul_rn(r.w, c);
-        const int nb = sh[r.b], sa = st[r.a], sb = st[r.b], nc = sh[r.c], sc = st[r.c];
-        float acc = 0.0f;
-        for (int m = mlo; m < mhi; ++m) {
-            const float mf = (float)m;
-            const float f = __fadd_rn(r.fb0, __fmul_rn(mf, r.sb));
-            const int ib = __float2int_rz(__fadd_rn(f, 4.0f)) - 4;
-            const float tb = __fsub_rn(f, (float)ib);
-            const float wb0 = __fsub_rn(1.0f, tb), wb1 = tb;
-            const float fc = __fadd_rn(r.fc0, __fmul_rn(mf, r.sc));
-            const int ic = __float2int_rz(__fadd_rn(fc, 4.0f)) - 4;
-            const float tc = __fsub_rn(fc, (float)ic);
-            const float wc0 = __fsub_rn(1.0f, tc), wc1 = tc;
-            const bool b0 = ib >= 0 && ib < nb, b1 = ib + 1 >= 0 && ib + 1 < nb;
-            const bool c0 = ic >= 0 && ic < nc, c1 = ic + 1 >= 0 && ic + 1 < nc;
-            const int i00 = m * sa + ib * sb + ic * sc;
-            if (FORWARD) {
-                if (b0 && c0) acc = __fadd_rn(acc, __fmul_rn(__fmul_rn(wb0, wc0), __ldg(in + i00)));
-                if (b0 && c1) acc = __fadd_rn(acc, __fmul_rn(__fmul_rn(wb0, wc1), __ldg(in + i00 + sc)));
-                if (b1 && c0) acc = __fadd_rn(acc, __fmul_rn(__fmul_rn(wb1, wc0), __ldg(in + i00 + sb)));
-                if (b1 && c1) acc = __fadd_rn(acc, __fmul_rn(__fmul_rn(wb1, wc1), __ldg(in + i00 + sb + sc)));
-            } else {
-                if (b0 && c0) atomicAdd(out + i00, __fmul_rn(c, __fmul_rn(wb0, wc0)));
-                if (b0 && c1) atomicAdd(out + i00 + sc, __fmul_rn(c, __fmul_rn(wb0, wc1)));
-                if (b1 && c0) atomicAdd(out + i00 + sb, __fmul_rn(c, __fmul_rn(wb1, wc0)));
-                if (b1 && c1) atomicAdd(out + i00 + sb + sc, __fmul_rn(c, __fmul_rn(wb1, wc1)));
-            }
+        if (FORWARD) {
+            atomicAdd(out + sidx, __fmul_rn(march3(in, r, sh, st, mlo, mhi, 0.0f), r.w));
+            continue;
         }
-        if (FORWARD) atomicAdd(out + sidx, __fmul_rn(acc, r.w));
+        const int nb = sh[r.b], sa = st[r.a], sb = st[r.b], nc = sh[r.c], sc = st[r.c];
+        for (int m = mlo; m < mhi; ++m) {
+            const Taps3 t = taps3(r, m, nb, nc, sa, sb, sc);
+            if (t.b0 && t.c0) atomicAdd(out + t.i00, __fmul_rn(c, __fmul_rn(t.wb0, t.wc0)));
+            if (t.b0 && t.c1) atomicAdd(out + t.i00 + sc, __fmul_rn(c, __fmul_rn(t.wb0, t.wc1)));
+            if (t.b1 && t.c0) atomicAdd(out + t.i00 + sb, __fmul_rn(c, __fmul_rn(t.wb1, t.wc0)));
+            if (t.b1 && t.c1) atomicAdd(out + t.i00 + sb + sc, __fmul_rn(c, __fmul_rn(t.wb1, t.wc1)));
+        }
     }
 }
 
@@ -632,24 +635,18 @@ __device__ __forceinline__ void warp_merge_scatter(float* __restrict__ vol, cons
     bool b0 = false, b1 = false, c0 = false, c1 = false;
     float v00 = 0.0f, v01 = 0.0f, v10 = 0.0f, v11 = 0.0f;
     if (on) {
-        const float mf = (float)m;
-        const float f = __fadd_rn(r.fb0, __fmul_rn(mf, r.sb));
-        ib = __float2int_rz(__fadd_rn(f, 4.0f)) - 4;
-        const float tb = __fsub_rn(f, (float)ib);
-        const float wb0 = __fsub_rn(1.0f, tb), wb1 = tb;
-        const float fc = __fadd_rn(r.fc0, __fmul_rn(mf, r.sc));
-        ic = __float2int_rz(__fadd_rn(fc, 4.0f)) - 4;
-        const float tc = __fsub_rn(fc, (float)ic);
-        const float wc0 = __fsub_rn(1.0f, tc), wc1 = tc;
-        b0 = ib >= 0 && ib < nb;
-        b1 = ib + 1 >= 0 && ib + 1 < nb;
-        c0 = ic >= 0 && ic < nc;
-        c1 = ic + 1 >= 0 && ic + 1 < nc;
-        i00 = m * sa + ib * sb + ic * sc;
-        v00 = __fmul_rn(c, __fmul_rn(wb0, wc0));
-        v01 = __fmul_rn(c, __fmul_rn(wb0, wc1));
-        v10 = __fmul_rn(c, __fmul_rn(wb1, wc0));
-        v11 = __fmul_rn(c, __fmul_rn(wb1, wc1));
+        const Taps3 t = taps3(r, m, nb, nc, sa, sb, sc);
+        ib = t.ib;
+        ic = t.ic;
+        i00 = t.i00;
+        b0 = t.b0;
+        b1 = t.b1;
+        c0 = t.c0;
+        c1 = t.c1;
+        v00 = __fmul_rn(c, __fmul_rn(t.wb0, t.wc0));
+        v01 = __fmul_rn(c, __fmul_rn(t.wb0, t.wc1));
+        v10 = __fmul_rn(c, __fmul_rn(t.wb1, t.wc0));
+        v11 = __fmul_rn(c, __fmul_rn(t.wb1, t.wc1));
     }
     // All 32 lanes execute these.
     const int key_b = on ? ib : -0x7fffffff - 1;  // an idle lane matches no one
