@@ -12,7 +12,8 @@
 //!
 //! The transpose walks the same blocks: each task owns blocks of planes, accumulates the taps of
 //! all rays of a block of views into its scratch slab (padding absorbs the taps outside the grid)
-//! and adds the slab to the volume. Taps and weights are those of [`super::kernels`]: the
+//! and adds the slab to the volume. Parallel-beam views with a uniform detector are gathered cell
+//! by cell ([`super::gather2d`]); the other views scatter their rays' tap pairs. Taps and weights are those of [`super::kernels`]: the
 //! coordinate at plane `m` is `f0 + m·s` (a product and a sum, not fused), the taps `⌊f⌋`,
 //! `⌊f⌋ + 1` with weights `1 − t`, `t`; so forward and transpose are exact transposes, and the
 //! forward is bit-identical to the portable kernel.
@@ -21,6 +22,7 @@ use std::arch::x86_64::*;
 
 use rayon::prelude::*;
 
+use super::gather2d::{by_kind, gather_block, Uniform};
 use super::joseph::{Group, ViewRays};
 use super::lanes::{
     add_pair, coords, fits, lanes, parallel_halves, transpose8, window, window_halves,
@@ -265,18 +267,28 @@ pub(crate) fn transpose(geom: &VecGeometry, grid: &Grid, sino: &[f32], vol: &mut
     let shape = grid.shape;
     let block = VIEW_BLOCK.min(nviews.max(1));
     let mut rays: Vec<ViewRays<f32>> = (0..block).map(|_| ViewRays::new()).collect();
+    let mut uniform: Vec<Uniform> = (0..block).map(|_| Uniform::new()).collect();
     for first in (0..nviews).step_by(block) {
         let count = block.min(nviews - first);
-        rays[..count].par_iter_mut().enumerate().for_each(|(j, r)| {
-            let view = first + j;
-            r.setup(geom, grid, view);
-            r.orient(1);
-            r.set_coefficients(&sino[view * nu..(view + 1) * nu]);
-        });
+        rays[..count]
+            .par_iter_mut()
+            .zip(uniform[..count].par_iter_mut())
+            .enumerate()
+            .for_each(|(j, (r, u))| {
+                let view = first + j;
+                r.setup(geom, grid, view);
+                r.orient(1);
+                r.set_coefficients(&sino[view * nu..(view + 1) * nu]);
+                u.build(r, [shape[0], shape[1]], nu);
+            });
         let rays = &rays[..count];
+        let uniform = &uniform[..count];
         for a in 0..2 {
             let l = Layout::new(shape, a);
             let nblocks = l.na.div_ceil(PLANES);
+            // Parallel-beam views with a uniform detector: the pixel-driven gather.
+            let gather = by_kind(uniform.iter().filter_map(|u| u.view(a)));
+            let gathers = gather.iter().any(|g| !g.is_empty());
             // Each task owns whole blocks of planes: disjoint voxels.
             let slabs = SlabWriter::new(vol);
             (0..nblocks).into_par_iter().for_each_init(
@@ -285,10 +297,17 @@ pub(crate) fn transpose(geom: &VecGeometry, grid: &Grid, sino: &[f32], vol: &mut
                     let mb = blk * PLANES;
                     let npl = PLANES.min(l.na - mb);
                     let mut any = false;
-                    for r in rays {
+                    if gathers {
+                        scr.iter_mut().for_each(|x| *x = 0.0);
+                        any = true;
+                        // SAFETY: AVX2 and FMA checked by `available`; the slab has `npl` rows
+                        // of `l.row()` cells with `PAD ≥ 8` padding cells after the `nb` cells.
+                        unsafe { gather_block(scr, l.row(), PAD, l.nb, mb, npl, &gather) };
+                    }
+                    for (r, u) in rays.iter().zip(uniform) {
                         let (k0, k1) = (r.class[a], r.class[a + 1]);
                         let (lo, hi) = r.planes[a];
-                        if k0 == k1 || hi <= mb || lo >= mb + npl {
+                        if k0 == k1 || hi <= mb || lo >= mb + npl || u.takes(a) {
                             continue;
                         }
                         if !any {
@@ -626,8 +645,58 @@ mod tests {
             })
     }
 
+    /// A random parallel-beam geometry whose detector cells are at least 0.75 of the larger
+    /// volume cell side (so every view qualifies for the gather transpose), with random offsets
+    /// and angles, over a random grid.
+    fn gather_case() -> impl Strategy<Value = (Grid, Geometry)> {
+        (
+            (1usize..40, 1usize..40),
+            (0.3f64..2.0, 0.3f64..2.0),
+            (0.0f64..6.3, 0.1f64..6.3, 1usize..24),
+            (2usize..90, 0.75f64..3.0, -0.5f64..0.5),
+        )
+            .prop_map(|((n0, n1), (e0, e1), (a0, da, na), (nu, dt, off))| {
+                let g = grid([n0, n1], [-e0, -e1 * 0.7], [e0 * 0.9, e1]);
+                let dt = dt * g.h[0].max(g.h[1]);
+                let w = dt * nu as f64 / 2.0;
+                let angles = UniformPartition::new(&[a0], &[a0 + da], &[na]).unwrap();
+                let det = UniformPartition::new(&[-w + off], &[w + off], &[nu]).unwrap();
+                let geom = Geometry::parallel_2d_offset(&angles, &det, off).unwrap();
+                (g, geom)
+            })
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// Parallel beams with detector cells not much finer than the volume's go to the
+        /// pixel-driven gather (every class of two or more rays), which agrees with the
+        /// plane-major transpose up to the order of the additions.
+        #[test]
+        fn gather_matches_plane_major_kernels((g, geom) in gather_case(), seed in any::<u64>()) {
+            let v = geom.vec();
+            prop_assume!(available(v, &g));
+            let (mut r, mut u) = (ViewRays::<f32>::new(), Uniform::new());
+            for view in 0..v.num_views() {
+                r.setup(v, &g, view);
+                r.orient(1);
+                r.set_coefficients(&vec![1.0; v.nu()]);
+                u.build(&r, [g.shape[0], g.shape[1]], v.nu());
+                for a in 0..2 {
+                    prop_assert_eq!(u.takes(a), r.class[a + 1] - r.class[a] >= 2);
+                }
+            }
+            let ns = v.num_views() * v.nu();
+            let y = random(ns, seed);
+            let n = g.shape[0] * g.shape[1];
+            let (mut x1, mut x2) = (vec![0f32; n], vec![0f32; n]);
+            transpose(v, &g, &y, &mut x1);
+            joseph::transpose_planes(v, &g, &y, &mut x2, 3);
+            let scale = x2.iter().fold(0f32, |m, a| m.max(a.abs())).max(f32::MIN_POSITIVE);
+            for (a, b) in x1.iter().zip(&x2) {
+                prop_assert!((a - b).abs() <= 1e-5 * scale, "transpose {a} vs {b}");
+            }
+        }
 
         /// The windowed forward is bit-identical to the plane-major kernels, and the windowed
         /// transpose agrees with theirs up to the order of the additions.
