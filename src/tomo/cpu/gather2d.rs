@@ -23,7 +23,7 @@ use super::joseph::ViewRays;
 
 /// Zero cells on each side of a row of offsets or coefficients: a window whose first candidate
 /// is in `[−PAD, nu)` reads inside the row.
-const PAD: usize = 16;
+pub(super) const PAD: usize = 16;
 /// Views whose contributions a vector of cells accumulates in a register.
 const VIEWS: usize = 4;
 /// Most planes of a block.
@@ -41,17 +41,59 @@ pub(super) struct Uniform {
 struct Params {
     /// The rays' shared slope per plane.
     sb: f32,
-    /// `1 / β` (`β > 0` after orienting the detector index).
-    inv_beta: f32,
-    /// `(−1 − α − ε) / β`: the first candidate of cell `j` at plane `m` is
-    /// `⌈j / β + x0 − m·s / β⌉`.
-    x0: f32,
-    /// Candidates per cell.
-    cands: usize,
-    /// Whether the first candidates of a vector's lanes are at most 7 apart.
-    narrow: bool,
+    /// The candidate search at plane 0 (at plane `m` the offsets shift by `m·s`).
+    search: Search,
     /// Detector cells.
     nu: usize,
+}
+
+/// The search for the candidates of cell `j` among rays whose positions are `f(r) ≈ α + r·β`
+/// (`β > 0`) within `e` cells: ray `r` can give cell `j` a weight only if `f(r) ∈ [j − 1, j + 1)`,
+/// so the candidates are `cands` consecutive rays from `⌈j / β + x0⌉`, `x0 = (−1 − α − ε) / β`,
+/// where `ε` also covers the `f32` rounding of that expression.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Search {
+    /// `1 / β`.
+    pub(super) inv_beta: f32,
+    /// `(−1 − α − ε) / β`.
+    pub(super) x0: f32,
+    /// Candidates per cell (1 to 3).
+    pub(super) cands: usize,
+    /// Whether the first candidates of eight neighbouring cells are at most 7 apart (then each
+    /// candidate is one load and one permute).
+    pub(super) narrow: bool,
+}
+
+impl Search {
+    /// The search for `n` rays with positions `α + r·β ± e`, `β > 0`, for cells whose `f32`
+    /// expressions involve magnitudes up to `extent` cells (plane shifts included); `None` when
+    /// a vector's candidates would not fit a 16-cell window (rays much denser than cells).
+    pub(super) fn new(alpha: f64, beta: f64, e: f64, extent: f64, n: usize) -> Option<Self> {
+        if !(beta > 0.0 && beta < 1e6 && alpha.abs() < 1e7 && e < 1e-2 && extent < 1e7) {
+            return None;
+        }
+        // Five roundings of terms at most `span` (in candidate units) in the f32 evaluation
+        // of the first candidate.
+        let span = (alpha.abs() + extent) / beta + n as f64;
+        let e_x = span * 2f64.powi(-20);
+        // The lower bound moved down by 2·e_x: the computed first candidate is at most the
+        // exact one even with its rounding error.
+        let eps = e + 2.0 * beta * e_x;
+        let len = (2.0 + 2.0 * e) / beta + 4.0 * e_x;
+        let cands = len.floor() as usize + 1;
+        let spread = (7.0 / beta * (1.0 + 1e-6) + 2.0 * e_x).ceil() as usize;
+        (cands <= 3 && spread + cands <= 16).then(|| Self {
+            inv_beta: (1.0 / beta) as f32,
+            x0: ((-1.0 - alpha - eps) / beta) as f32,
+            cands,
+            narrow: spread <= 7,
+        })
+    }
+
+    /// Index into kernel tables: `3 · narrow + cands − 1`.
+    pub(super) fn kind(&self) -> usize {
+        3 * self.narrow as usize + self.cands - 1
+    }
 }
 
 /// One view of a class as the kernel takes it.
@@ -74,8 +116,8 @@ impl Uniform {
 
     /// Checks each class of the view `r` (set up, with coefficients) and fills its rows when it
     /// qualifies: at least two rays, one shared slope, offsets affine in the detector index
-    /// within 10⁻³ cells, `β ≥ 0.7` (so that a vector's candidates fit a 16-cell window), and
-    /// sizes whose plane and cell numbers are exact in `f32`. `shape` is the volume's, `nu` the
+    /// within 10⁻³ cells, rays not much denser than the cells (see [`Search::new`]), and sizes
+    /// whose plane and cell numbers are exact in `f32`. `shape` is the volume's, `nu` the
     /// detector's cells.
     pub(super) fn build(&mut self, r: &ViewRays<f32>, shape: [usize; 2], nu: usize) {
         for a in 0..2 {
@@ -115,23 +157,17 @@ impl Uniform {
             let fit = (k0..k1)
                 .map(|k| (r.fb0[k] as f64 - (alpha + rho(r.det[k]) as f64 * beta)).abs())
                 .fold(0.0f64, f64::max);
-            if !((0.7..1e6).contains(&beta) && fit <= 1e-3 && alpha.abs() < 1e7) {
+            if fit > 1e-3 {
                 continue;
             }
-            // Error bounds (in candidate units): the f32 evaluation of the first candidate
-            // (five roundings of terms at most `span`) and of the forward's `f = f0 + m·s`.
+            // The forward's `f = f0 + m·s` rounds once more than the model (`|f| ≤ nb + 1`
+            // where it matters).
             let p_max = na as f64 * (sb as f64).abs();
-            let span = (alpha.abs() + nb as f64 + p_max + 2.0) / beta + nu as f64;
-            let e_x = span * 2f64.powi(-20);
-            let e = fit + (nb as f64 + p_max + 2.0) * 2f64.powi(-23);
-            // Lower bound moved down by 2·e_x: the computed first candidate is at most the
-            // exact one even with its rounding error.
-            let eps = e + 2.0 * beta * e_x;
-            let len = (2.0 + 2.0 * e) / beta + 4.0 * e_x;
-            let cands = len.floor() as usize + 1;
-            // A vector's candidates must fit the 16-cell window.
-            let spread = (7.0 / beta * (1.0 + 1e-6) + 2.0 * e_x).ceil() as usize;
-            if cands > 3 || spread + cands > 16 || na >= 1 << 24 || nb >= 1 << 24 {
+            let e = fit + (nb as f64 + 2.0) * 2f64.powi(-23);
+            let Some(search) = Search::new(alpha, beta, e, nb as f64 + p_max + 2.0, nu) else {
+                continue;
+            };
+            if na >= 1 << 24 || nb >= 1 << 24 {
                 continue;
             }
             let row = nu + 2 * PAD;
@@ -144,14 +180,7 @@ impl Uniform {
                 f0[i] = r.fb0[k];
                 coef[i] = r.coef[k];
             }
-            self.params[a] = Some(Params {
-                sb,
-                inv_beta: (1.0 / beta) as f32,
-                x0: ((-1.0 - alpha - eps) / beta) as f32,
-                cands,
-                narrow: spread <= 7,
-                nu,
-            });
+            self.params[a] = Some(Params { sb, search, nu });
         }
     }
 
@@ -178,7 +207,7 @@ pub(super) fn by_kind<'a>(
 ) -> [Vec<GatherView<'a>>; KINDS] {
     let mut out: [Vec<GatherView<'a>>; KINDS] = Default::default();
     for v in views {
-        out[3 * v.p.narrow as usize + v.p.cands - 1].push(v);
+        out[v.p.search.kind()].push(v);
     }
     out
 }
@@ -234,7 +263,7 @@ unsafe fn views_block<const C: usize, const NARROW: bool>(
         let mf = (mb + p) as f32;
         for (q, v) in views.iter().enumerate() {
             pm[p][q] = mf * v.p.sb;
-            xc[p][q] = v.p.x0 - pm[p][q] * v.p.inv_beta;
+            xc[p][q] = v.p.search.x0 - pm[p][q] * v.p.search.inv_beta;
         }
     }
     // Columns of eight cells through the block's planes: the views' windows move little from
@@ -261,45 +290,62 @@ unsafe fn view_sum<const C: usize, const NARROW: bool>(
     xc: f32,
     jf: __m256,
 ) -> __m256 {
-    let one = _mm256_set1_ps(1.0);
-    let zero = _mm256_setzero_ps();
-    let sign = _mm256_set1_ps(-0.0);
-    let x = _mm256_fmadd_ps(jf, _mm256_set1_ps(v.p.inv_beta), _mm256_set1_ps(xc));
-    let first = _mm256_cvtps_epi32(_mm256_ceil_ps(x));
-    let base = _mm256_cvtsi256_si32(first);
-    // Candidates increase with the lane, at most 15 above lane 0's: all outside the detector
-    // when lane 0's is at or past its end or more than PAD cells before it.
-    if (base + PAD as i32) as u32 >= (v.p.nu + PAD) as u32 {
-        return zero;
-    }
-    let idx0 = _mm256_sub_epi32(first, _mm256_set1_epi32(base));
-    let at = (PAD as i32 + base) as usize;
+    let Some((at, idx0)) = first_candidates(jf, v.p.search.inv_beta, xc, v.p.nu) else {
+        return _mm256_setzero_ps();
+    };
     let (f0, cf) = (v.f0.as_ptr().add(at), v.coef.as_ptr().add(at));
     let pv = _mm256_set1_ps(pm);
-    let mut sum = zero;
+    let mut sum = _mm256_setzero_ps();
     for c in 0..C {
-        let (f0c, coc) = if NARROW {
-            // Lanes at most 7 apart: the window of candidate c starts c cells further.
-            (
-                _mm256_permutevar8x32_ps(_mm256_loadu_ps(f0.add(c)), idx0),
-                _mm256_permutevar8x32_ps(_mm256_loadu_ps(cf.add(c)), idx0),
-            )
-        } else {
-            let idx = _mm256_add_epi32(idx0, _mm256_set1_epi32(c as i32));
-            let sel = _mm256_castsi256_ps(_mm256_slli_epi32::<28>(idx));
-            let pick = |p: *const f32| {
-                _mm256_blendv_ps(
-                    _mm256_permutevar8x32_ps(_mm256_loadu_ps(p), idx),
-                    _mm256_permutevar8x32_ps(_mm256_loadu_ps(p.add(8)), idx),
-                    sel,
-                )
-            };
-            (pick(f0), pick(cf))
-        };
-        let f = _mm256_add_ps(f0c, pv);
-        let d = _mm256_andnot_ps(sign, _mm256_sub_ps(f, jf));
-        let w = _mm256_max_ps(_mm256_sub_ps(one, d), zero);
-        sum = _mm256_fmadd_ps(w, coc, sum);
+        let f = _mm256_add_ps(fetch::<NARROW>(f0, idx0, c), pv);
+        sum = _mm256_fmadd_ps(hat(f, jf), fetch::<NARROW>(cf, idx0, c), sum);
     }
     sum
+}
+
+/// The first candidates of the cells `jf` (`⌈j / β + xc⌉`) among `n` rays: the row offset of
+/// lane 0's (rows padded by [`PAD`]) and each lane's offset from it, or `None` when no
+/// candidate of these cells is a ray. Candidates increase with the lane, at most 15 above lane
+/// 0's: all are outside `[0, n)` when lane 0's is at or past `n` or more than `PAD` before 0.
+#[inline(always)]
+pub(super) unsafe fn first_candidates(
+    jf: __m256,
+    inv_beta: f32,
+    xc: f32,
+    n: usize,
+) -> Option<(usize, __m256i)> {
+    let x = _mm256_fmadd_ps(jf, _mm256_set1_ps(inv_beta), _mm256_set1_ps(xc));
+    let first = _mm256_cvtps_epi32(_mm256_ceil_ps(x));
+    let base = _mm256_cvtsi256_si32(first);
+    if (base + PAD as i32) as u32 >= (n + PAD) as u32 {
+        return None;
+    }
+    let idx0 = _mm256_sub_epi32(first, _mm256_set1_epi32(base));
+    Some(((PAD as i32 + base) as usize, idx0))
+}
+
+/// Candidate `c` of each lane from the row at `p` (lane 0's first candidate): `p[idx0 + c]`.
+/// With `NARROW` (`idx0 ≤ 7`) one load and one permute, else a 16-cell window.
+#[inline(always)]
+pub(super) unsafe fn fetch<const NARROW: bool>(p: *const f32, idx0: __m256i, c: usize) -> __m256 {
+    if NARROW {
+        // The window of candidate c starts c cells further.
+        _mm256_permutevar8x32_ps(_mm256_loadu_ps(p.add(c)), idx0)
+    } else {
+        let idx = _mm256_add_epi32(idx0, _mm256_set1_epi32(c as i32));
+        let sel = _mm256_castsi256_ps(_mm256_slli_epi32::<28>(idx));
+        _mm256_blendv_ps(
+            _mm256_permutevar8x32_ps(_mm256_loadu_ps(p), idx),
+            _mm256_permutevar8x32_ps(_mm256_loadu_ps(p.add(8)), idx),
+            sel,
+        )
+    }
+}
+
+/// The interpolation weight `max(0, 1 − |f − j|)` of a ray at `f` for cell `j`: for `⌊f⌋ = j`
+/// the forward's `1 − t`, for `⌊f⌋ = j − 1` its `t` (`f − j` is exact there), else 0.
+#[inline(always)]
+pub(super) unsafe fn hat(f: __m256, jf: __m256) -> __m256 {
+    let d = _mm256_andnot_ps(_mm256_set1_ps(-0.0), _mm256_sub_ps(f, jf));
+    _mm256_max_ps(_mm256_sub_ps(_mm256_set1_ps(1.0), d), _mm256_setzero_ps())
 }
