@@ -300,8 +300,9 @@ unsafe fn forward_group(
             Taps::Fast { base, inner } => {
                 let p = vol.as_ptr().offset(base);
                 prefetch_rows(p, l.sb, next_row);
-                let ((mut v00, mut v01), (mut v10, mut v11)) = if inner && halves_fit(idx) {
-                    // Each half of the lanes within eight cells: in-lane permutes.
+                let ((mut v00, mut v01), (mut v10, mut v11)) = if halves_fit(idx) {
+                    // Each half of the lanes within eight cells: in-lane permutes (reading
+                    // inside the 17-cell window).
                     (window_halves(p, idx), window_halves(p.add(l.sb), idx))
                 } else {
                     (window(p, idx), window(p.add(l.sb), idx))
