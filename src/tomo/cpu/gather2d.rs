@@ -12,8 +12,8 @@
 //! the `f0` values and one from a row of the coefficients `w · sino`); candidates outside the
 //! range get weight 0.
 //!
-//! Eight neighbouring cells of a plane sit in the lanes of a vector and accumulate over all
-//! views of a block in a register: no scatter, no read-modify-write per ray, no stores per view.
+//! Eight neighbouring cells of a plane sit in the lanes of a vector and accumulate the views of
+//! a block, four at a time, in a register: no scatter, no read-modify-write per ray.
 //! Views that do not qualify (fan beams, irregular detectors, detector cells much finer than the
 //! volume's) keep the scatter transpose of [`super::window2d`].
 
@@ -22,12 +22,12 @@ use std::arch::x86_64::*;
 use super::joseph::ViewRays;
 
 /// Zero cells on each side of a row of offsets or coefficients: a window whose first candidate
-/// is in `[−PAD, nu)` reads inside the row.
-pub(super) const PAD: usize = 16;
+/// is in `[−ROW_PAD, nu)` reads inside the row.
+const ROW_PAD: usize = 16;
 /// Views whose contributions a vector of cells accumulates in a register.
 const VIEWS: usize = 4;
 /// Most planes of a block.
-pub(super) const MAX_PLANES: usize = 16;
+const MAX_PLANES: usize = 16;
 
 /// The gather data of one view: per class, the rows of offsets and coefficients by detector
 /// index (padded), and the parameters of the candidate search.
@@ -52,23 +52,23 @@ struct Params {
 /// so the candidates are `cands` consecutive rays from `⌈j / β + x0⌉`, `x0 = (−1 − α − ε) / β`,
 /// where `ε` also covers the `f32` rounding of that expression.
 #[derive(Clone, Copy, Debug)]
-pub(super) struct Search {
+struct Search {
     /// `1 / β`.
-    pub(super) inv_beta: f32,
+    inv_beta: f32,
     /// `(−1 − α − ε) / β`.
-    pub(super) x0: f32,
+    x0: f32,
     /// Candidates per cell (1 to 3).
-    pub(super) cands: usize,
+    cands: usize,
     /// Whether the first candidates of eight neighbouring cells are at most 7 apart (then each
     /// candidate is one load and one permute).
-    pub(super) narrow: bool,
+    narrow: bool,
 }
 
 impl Search {
     /// The search for `n` rays with positions `α + r·β ± e`, `β > 0`, for cells whose `f32`
     /// expressions involve magnitudes up to `extent` cells (plane shifts included); `None` when
     /// a vector's candidates would not fit a 16-cell window (rays much denser than cells).
-    pub(super) fn new(alpha: f64, beta: f64, e: f64, extent: f64, n: usize) -> Option<Self> {
+    fn new(alpha: f64, beta: f64, e: f64, extent: f64, n: usize) -> Option<Self> {
         if !(beta > 0.0 && beta < 1e6 && alpha.abs() < 1e7 && e < 1e-2 && extent < 1e7) {
             return None;
         }
@@ -91,7 +91,7 @@ impl Search {
     }
 
     /// Index into kernel tables: `3 · narrow + cands − 1`.
-    pub(super) fn kind(&self) -> usize {
+    fn kind(&self) -> usize {
         3 * self.narrow as usize + self.cands - 1
     }
 }
@@ -99,7 +99,7 @@ impl Search {
 /// One view of a class as the kernel takes it.
 #[derive(Clone, Copy)]
 pub(super) struct GatherView<'a> {
-    /// `PAD` zeros, the offsets `f0` by oriented detector index, `PAD` zeros.
+    /// `ROW_PAD` zeros, the offsets `f0` by oriented detector index, `ROW_PAD` zeros.
     f0: &'a [f32],
     /// The same for the coefficients `w · sino`.
     coef: &'a [f32],
@@ -170,13 +170,13 @@ impl Uniform {
             if na >= 1 << 24 || nb >= 1 << 24 {
                 continue;
             }
-            let row = nu + 2 * PAD;
+            let row = nu + 2 * ROW_PAD;
             let v = &mut self.rows[a];
             v.clear();
             v.resize(2 * row, 0.0);
             let (f0, coef) = v.split_at_mut(row);
             for k in k0..k1 {
-                let i = PAD + rho(r.det[k]);
+                let i = ROW_PAD + rho(r.det[k]);
                 f0[i] = r.fb0[k];
                 coef[i] = r.coef[k];
             }
@@ -192,7 +192,7 @@ impl Uniform {
     /// Class `a` of this view for [`gather_block`], if it qualifies.
     pub(super) fn view(&self, a: usize) -> Option<GatherView<'_>> {
         let p = self.params[a]?;
-        let (f0, coef) = self.rows[a].split_at(p.nu + 2 * PAD);
+        let (f0, coef) = self.rows[a].split_at(p.nu + 2 * ROW_PAD);
         Some(GatherView { f0, coef, p })
     }
 }
@@ -304,11 +304,11 @@ unsafe fn view_sum<const C: usize, const NARROW: bool>(
 }
 
 /// The first candidates of the cells `jf` (`⌈j / β + xc⌉`) among `n` rays: the row offset of
-/// lane 0's (rows padded by [`PAD`]) and each lane's offset from it, or `None` when no
+/// lane 0's (rows padded by [`ROW_PAD`]) and each lane's offset from it, or `None` when no
 /// candidate of these cells is a ray. Candidates increase with the lane, at most 15 above lane
-/// 0's: all are outside `[0, n)` when lane 0's is at or past `n` or more than `PAD` before 0.
+/// 0's: all are outside `[0, n)` when lane 0's is at or past `n` or more than `ROW_PAD` before 0.
 #[inline(always)]
-pub(super) unsafe fn first_candidates(
+unsafe fn first_candidates(
     jf: __m256,
     inv_beta: f32,
     xc: f32,
@@ -317,17 +317,17 @@ pub(super) unsafe fn first_candidates(
     let x = _mm256_fmadd_ps(jf, _mm256_set1_ps(inv_beta), _mm256_set1_ps(xc));
     let first = _mm256_cvtps_epi32(_mm256_ceil_ps(x));
     let base = _mm256_cvtsi256_si32(first);
-    if (base + PAD as i32) as u32 >= (n + PAD) as u32 {
+    if (base + ROW_PAD as i32) as u32 >= (n + ROW_PAD) as u32 {
         return None;
     }
     let idx0 = _mm256_sub_epi32(first, _mm256_set1_epi32(base));
-    Some(((PAD as i32 + base) as usize, idx0))
+    Some(((ROW_PAD as i32 + base) as usize, idx0))
 }
 
 /// Candidate `c` of each lane from the row at `p` (lane 0's first candidate): `p[idx0 + c]`.
 /// With `NARROW` (`idx0 ≤ 7`) one load and one permute, else a 16-cell window.
 #[inline(always)]
-pub(super) unsafe fn fetch<const NARROW: bool>(p: *const f32, idx0: __m256i, c: usize) -> __m256 {
+unsafe fn fetch<const NARROW: bool>(p: *const f32, idx0: __m256i, c: usize) -> __m256 {
     if NARROW {
         // The window of candidate c starts c cells further.
         _mm256_permutevar8x32_ps(_mm256_loadu_ps(p.add(c)), idx0)
@@ -345,7 +345,51 @@ pub(super) unsafe fn fetch<const NARROW: bool>(p: *const f32, idx0: __m256i, c: 
 /// The interpolation weight `max(0, 1 − |f − j|)` of a ray at `f` for cell `j`: for `⌊f⌋ = j`
 /// the forward's `1 − t`, for `⌊f⌋ = j − 1` its `t` (`f − j` is exact there), else 0.
 #[inline(always)]
-pub(super) unsafe fn hat(f: __m256, jf: __m256) -> __m256 {
+unsafe fn hat(f: __m256, jf: __m256) -> __m256 {
     let d = _mm256_andnot_ps(_mm256_set1_ps(-0.0), _mm256_sub_ps(f, jf));
     _mm256_max_ps(_mm256_sub_ps(_mm256_set1_ps(1.0), d), _mm256_setzero_ps())
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        /// The candidates of a cell (from the first one as the kernel computes it, in `f32`)
+        /// include every ray whose position, off the affine model by at most `e`, is in
+        /// `[j − 1, j + 1)`, at any plane shift.
+        #[test]
+        fn candidates_cover_the_rays(
+            alpha in -300.0f64..300.0,
+            beta in 0.7f64..4.0,
+            e in 0.0f64..1e-3,
+            n in 2usize..800,
+            shift in -600.0f64..600.0,
+            dev in proptest::collection::vec(-1.0f64..1.0, 800),
+        ) {
+            let extent = 600.0 + 512.0;
+            let Some(s) = Search::new(alpha, beta, e, extent, n) else {
+                return Ok(());
+            };
+            // The plane shift `pm` moves all positions; it enters the first candidate as in
+            // the kernel.
+            let pm = shift as f32;
+            let xc = s.x0 - pm * s.inv_beta;
+            for j in 0..512 {
+                let first = (j as f32).mul_add(s.inv_beta, xc).ceil() as i64;
+                for (r, d) in dev.iter().enumerate().take(n) {
+                    let f = alpha + r as f64 * beta + d * e + pm as f64;
+                    if f >= j as f64 - 1.0 && f < j as f64 + 1.0 {
+                        let r = r as i64;
+                        prop_assert!(
+                            r >= first && r < first + s.cands as i64,
+                            "cell {j}: ray {r} at {f}, candidates {first}..+{}", s.cands
+                        );
+                    }
+                }
+            }
+        }
+    }
 }
