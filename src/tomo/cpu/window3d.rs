@@ -22,7 +22,7 @@ use rayon::prelude::*;
 
 use super::joseph::{Group, ViewRays};
 use super::kernels::{self, Plane};
-use super::lanes::{add_pair, coords, fits, lanes_n, window, window_halves};
+use super::lanes::{add_pair, coords, fits, lanes_n, window};
 use super::ray::{other_axes, Grid};
 use crate::tomo::geometry::VecGeometry;
 
@@ -173,16 +173,6 @@ fn next_row(r: &ViewRays<f32>, a: usize, l: &Layout) -> isize {
     }
 }
 
-/// Whether the lower `c` taps `idx` (offsets from lane 0's) suit [`window_halves`] inside the
-/// 17-cell window: within each half (lanes 0–3, 4–7) at most 6 above the half's first lane,
-/// and lane 4's at most 9 above lane 0's (the halves read cells `0..8` and `idx[4]..idx[4] + 8`).
-#[inline(always)]
-unsafe fn halves_fit(idx: __m256i) -> bool {
-    let rel = _mm256_sub_epi32(idx, _mm256_shuffle_epi32::<0>(idx));
-    _mm256_movemask_epi8(_mm256_cmpgt_epi32(rel, _mm256_set1_epi32(6))) == 0
-        && _mm256_extract_epi32::<4>(idx) <= 9
-}
-
 /// Lane masks of the `c` taps `ic` and `ic + 1` that are inside `[0, nc)`.
 #[inline(always)]
 unsafe fn c_masks(ic: __m256i, nc: i32) -> (__m256, __m256) {
@@ -300,13 +290,8 @@ unsafe fn forward_group(
             Taps::Fast { base, inner } => {
                 let p = vol.as_ptr().offset(base);
                 prefetch_rows(p, l.sb, next_row);
-                let ((mut v00, mut v01), (mut v10, mut v11)) = if halves_fit(idx) {
-                    // Each half of the lanes within eight cells: in-lane permutes (reading
-                    // inside the 17-cell window).
-                    (window_halves(p, idx), window_halves(p.add(l.sb), idx))
-                } else {
-                    (window(p, idx), window(p.add(l.sb), idx))
-                };
+                let (mut v00, mut v01) = window(p, idx);
+                let (mut v10, mut v11) = window(p.add(l.sb), idx);
                 if !inner {
                     // Cells outside the row are other voxels: masked to 0 (as if skipped).
                     let (k0, k1) = c_masks(ic, l.nc);
