@@ -519,24 +519,26 @@ unsafe fn transpose_group(
         mv = _mm256_add_ps(mv, one);
         let (wb0, wc0) = (_mm256_sub_ps(one, tb), _mm256_sub_ps(one, tc));
         let taps = taps_at(l, m, shared_b, ib, ib0, ic0, idx);
-        // The products of the portable kernel: coef · (wb · wc).
-        let a00 = _mm256_mul_ps(c, _mm256_mul_ps(wb0, wc0));
-        let a01 = _mm256_mul_ps(c, _mm256_mul_ps(wb0, tc));
-        let a10 = _mm256_mul_ps(c, _mm256_mul_ps(tb, wc0));
-        let a11 = _mm256_mul_ps(c, _mm256_mul_ps(tb, tc));
+        // The products of the portable kernel: coef · (wb · wc) (not needed by the profile).
+        let products = || {
+            [
+                _mm256_mul_ps(c, _mm256_mul_ps(wb0, wc0)),
+                _mm256_mul_ps(c, _mm256_mul_ps(wb0, tc)),
+                _mm256_mul_ps(c, _mm256_mul_ps(tb, wc0)),
+                _mm256_mul_ps(c, _mm256_mul_ps(tb, tc)),
+            ]
+        };
         match taps {
             Taps::Fast { base, inner } => {
-                let mut pr = [[0f32; 16]; 2];
-                _mm256_storeu_ps(pr[0].as_mut_ptr(), _mm256_unpacklo_ps(a00, a01));
-                _mm256_storeu_ps(pr[0].as_mut_ptr().add(8), _mm256_unpackhi_ps(a00, a01));
-                _mm256_storeu_ps(pr[1].as_mut_ptr(), _mm256_unpacklo_ps(a10, a11));
-                _mm256_storeu_ps(pr[1].as_mut_ptr().add(8), _mm256_unpackhi_ps(a10, a11));
-                let mut ii = [0i32; 8];
-                _mm256_storeu_si256(ii.as_mut_ptr() as *mut __m256i, idx);
                 let p0 = vol.offset(base);
                 let p1 = p0.add(l.sb);
                 prefetch_rows(p0, l.sb, next_row);
-                if let (true, Some(pat)) = (inner && shared_b, steps_pattern(idx)) {
+                let pattern = if inner && shared_b {
+                    steps_pattern(idx)
+                } else {
+                    None
+                };
+                if let Some(pat) = pattern {
                     // The lanes' c taps, one or two cells apart, routed into a sixteen-cell
                     // profile (shared by both rows: the lanes share their b weights), added to
                     // each row with two vector read-modify-writes.
@@ -560,7 +562,17 @@ unsafe fn transpose_group(
                             _mm256_storeu_ps(d, _mm256_fmadd_ps(w, *v, _mm256_loadu_ps(d)));
                         }
                     }
-                } else if inner {
+                    continue;
+                }
+                let [a00, a01, a10, a11] = products();
+                let mut pr = [[0f32; 16]; 2];
+                _mm256_storeu_ps(pr[0].as_mut_ptr(), _mm256_unpacklo_ps(a00, a01));
+                _mm256_storeu_ps(pr[0].as_mut_ptr().add(8), _mm256_unpackhi_ps(a00, a01));
+                _mm256_storeu_ps(pr[1].as_mut_ptr(), _mm256_unpacklo_ps(a10, a11));
+                _mm256_storeu_ps(pr[1].as_mut_ptr().add(8), _mm256_unpackhi_ps(a10, a11));
+                let mut ii = [0i32; 8];
+                _mm256_storeu_si256(ii.as_mut_ptr() as *mut __m256i, idx);
+                if inner {
                     // Even lanes, then odd ones (neighbouring lanes' pairs may overlap), one row
                     // after the other: overlapping accesses stay far apart.
                     for h in [[0, 2, 4, 6], [1, 3, 5, 7]] {
@@ -592,7 +604,7 @@ unsafe fn transpose_group(
                 let mut aa = [[0f32; 8]; 4];
                 _mm256_storeu_si256(ii[0].as_mut_ptr() as *mut __m256i, ib);
                 _mm256_storeu_si256(ii[1].as_mut_ptr() as *mut __m256i, ic);
-                for (t, v) in [a00, a01, a10, a11].into_iter().enumerate() {
+                for (t, v) in products().into_iter().enumerate() {
                     _mm256_storeu_ps(aa[t].as_mut_ptr(), v);
                 }
                 for q in 0..len {
