@@ -27,7 +27,7 @@ const ROW_PAD: usize = 16;
 /// Views whose contributions a vector of cells accumulates in a register.
 const VIEWS: usize = 4;
 /// Most planes of a block.
-const MAX_PLANES: usize = 16;
+pub(super) const MAX_PLANES: usize = 16;
 
 /// The gather data of one view: per class, the rows of offsets and coefficients by detector
 /// index (padded), and the parameters of the candidate search.

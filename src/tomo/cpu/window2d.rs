@@ -22,7 +22,7 @@ use std::arch::x86_64::*;
 
 use rayon::prelude::*;
 
-use super::gather2d::{by_kind, gather_block, Uniform};
+use super::gather2d::{by_kind, gather_block, Uniform, MAX_PLANES};
 use super::joseph::{Group, ViewRays};
 use super::lanes::{
     add_pair, coords, fits, lanes, parallel_halves, transpose8, window, window_halves,
@@ -35,6 +35,8 @@ use crate::tomo::geometry::VecGeometry;
 const PAD: usize = 16;
 /// Planes per block.
 const PLANES: usize = 16;
+// The gather kernel keeps per-plane parameters for at most MAX_PLANES planes.
+const _: () = assert!(PLANES <= MAX_PLANES);
 /// Planes per block of the forward (one scratch slab).
 const FORWARD_PLANES: usize = 16;
 /// Views whose rays are set up together in the transpose.
