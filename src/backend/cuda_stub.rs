@@ -1,5 +1,5 @@
 //! Stand-in for the CUDA backend when the crate is built without the `cuda` feature: every entry
-//! point returns [`Error::CudaUnavailable`](crate::Error::CudaUnavailable), and device tensors
+//! point returns [`crate::Error::CudaUnavailable`], and device tensors
 //! cannot exist.
 
 use std::convert::Infallible;

@@ -2,7 +2,7 @@
 //!
 //! Like the operator algebra, each composite is generic over the kind of its parts: built from
 //! [`Factory`](super::Factory)s it is a general factory, built from
-//! [`LinFactory`](super::LinFactory)s it is also a linear factory.
+//! [`LinFactory`]s it is also a linear factory.
 
 use std::marker::PhantomData;
 use std::sync::Arc;

@@ -219,11 +219,12 @@ impl Grid {
     }
 
     /// Calls `f(ray, det)` for every ray of `view` that hits the grid, in detector order
-    /// (`det = iu · nv + iv`). The rays are those of [`Self::ray`], bit for bit; the work that
-    /// rays share is done once: the direction part for all rays of a parallel-beam view, and for
-    /// point sources, the in-plane part (dominant axis, `b` track and its plane range) for the
-    /// rays of a detector column whose inputs to it are bit-identical (a circular or helical
-    /// cone beam with an untilted detector: the column runs along the rotation axis).
+    /// (`det = iu · nv + iv`). The rays are those of the per-ray set-up `Grid::ray` (built for
+    /// tests), bit for bit; the work that rays share is done once: the direction part for all
+    /// rays of a parallel-beam view, and for point sources, the in-plane part (dominant axis,
+    /// `b` track and its plane range) for the rays of a detector column whose inputs to it are
+    /// bit-identical (a circular or helical cone beam with an untilted detector: the column runs
+    /// along the rotation axis).
     pub(crate) fn view_rays<T: Scalar>(
         &self,
         geom: &VecGeometry,

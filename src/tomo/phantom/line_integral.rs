@@ -146,7 +146,7 @@ pub fn ellipsoid_projections<T: Scalar>(
     projections(&frame, geometry, &bodies)
 }
 
-/// The exact line integrals of [`shepp_logan`](super::shepp_logan)`(space, modified)` (2D or 3D)
+/// The exact line integrals of [`shepp_logan`](fn@super::shepp_logan)`(space, modified)` (2D or 3D)
 /// along the central ray of every detector pixel of `geometry`.
 pub fn shepp_logan_projections<T: Scalar>(
     space: &Space<T>,

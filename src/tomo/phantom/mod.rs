@@ -1,6 +1,6 @@
 //! Phantoms and simulated measurement noise, for tests, examples and demos.
 //!
-//! - [`shepp_logan`]: ODL's (modified) Shepp–Logan phantom in 2D and 3D, sample for sample the
+//! - [`shepp_logan`](fn@shepp_logan): ODL's (modified) Shepp–Logan phantom in 2D and 3D, sample for sample the
 //!   same as `odl.phantom.shepp_logan` (the ellipses are scaled to the space's extent as ODL does).
 //! - [`ellipse_phantom`] / [`ellipsoid_phantom`]: sums of constant-valued ellipses (2D) or
 //!   ellipsoids (3D) given by ODL's parameter lists ([`Ellipse::from_params`],
