@@ -647,6 +647,23 @@ mod tests {
             })
     }
 
+    /// The windowed transpose of `y` agrees with the plane-major one up to the order of the
+    /// additions (within 1e-5 of the largest value).
+    fn transposes_agree(v: &VecGeometry, g: &Grid, y: &[f32]) -> Result<(), TestCaseError> {
+        let n = g.shape[0] * g.shape[1];
+        let (mut x1, mut x2) = (vec![0f32; n], vec![0f32; n]);
+        transpose(v, g, y, &mut x1);
+        joseph::transpose_planes(v, g, y, &mut x2, 3);
+        let scale = x2
+            .iter()
+            .fold(0f32, |m, a| m.max(a.abs()))
+            .max(f32::MIN_POSITIVE);
+        for (a, b) in x1.iter().zip(&x2) {
+            prop_assert!((a - b).abs() <= 1e-5 * scale, "transpose {a} vs {b}");
+        }
+        Ok(())
+    }
+
     /// A random parallel-beam geometry whose detector cells are at least 0.75 of the larger
     /// volume cell side (so every view qualifies for the gather transpose), with random offsets
     /// and angles, over a random grid.
@@ -690,14 +707,7 @@ mod tests {
             }
             let ns = v.num_views() * v.nu();
             let y = random(ns, seed);
-            let n = g.shape[0] * g.shape[1];
-            let (mut x1, mut x2) = (vec![0f32; n], vec![0f32; n]);
-            transpose(v, &g, &y, &mut x1);
-            joseph::transpose_planes(v, &g, &y, &mut x2, 3);
-            let scale = x2.iter().fold(0f32, |m, a| m.max(a.abs())).max(f32::MIN_POSITIVE);
-            for (a, b) in x1.iter().zip(&x2) {
-                prop_assert!((a - b).abs() <= 1e-5 * scale, "transpose {a} vs {b}");
-            }
+            transposes_agree(v, &g, &y)?;
         }
 
         /// The windowed forward is bit-identical to the plane-major kernels, and the windowed
@@ -712,14 +722,7 @@ mod tests {
             forward(v, &g, &x, &mut s1);
             joseph::forward_planes(v, &g, &x, &mut s2);
             prop_assert!(s1 == s2, "forward differs");
-            let y = random(ns, seed ^ 1);
-            let (mut x1, mut x2) = (vec![0f32; x.len()], vec![0f32; x.len()]);
-            transpose(v, &g, &y, &mut x1);
-            joseph::transpose_planes(v, &g, &y, &mut x2, 3);
-            let scale = x2.iter().fold(0f32, |m, a| m.max(a.abs())).max(f32::MIN_POSITIVE);
-            for (a, b) in x1.iter().zip(&x2) {
-                prop_assert!((a - b).abs() <= 1e-5 * scale, "transpose {a} vs {b}");
-            }
+            transposes_agree(v, &g, &random(ns, seed ^ 1))?;
         }
     }
 }
