@@ -22,6 +22,7 @@ use std::arch::x86_64::*;
 
 use rayon::prelude::*;
 
+use super::bins2d::{self, Bins};
 use super::gather2d::{by_kind, gather_block, Uniform, MAX_PLANES};
 use super::joseph::{Group, ViewRays};
 use super::lanes::{
@@ -35,8 +36,9 @@ use crate::tomo::geometry::VecGeometry;
 const PAD: usize = 16;
 /// Planes per block.
 const PLANES: usize = 16;
-// The gather kernel keeps per-plane parameters for at most MAX_PLANES planes.
-const _: () = assert!(PLANES <= MAX_PLANES);
+// The gather kernels keep per-plane parameters for at most MAX_PLANES planes.
+const _: () = assert!(PLANES <= MAX_PLANES && PLANES <= bins2d::MAX_PLANES);
+const _: () = assert!(FORWARD_PLANES <= bins2d::MAX_PLANES && PAD >= bins2d::ROW_PAD);
 /// Planes per block of the forward (one scratch slab).
 const FORWARD_PLANES: usize = 16;
 /// Views whose rays are set up together in the transpose.
@@ -193,20 +195,23 @@ pub(crate) fn forward(geom: &VecGeometry, grid: &Grid, vol: &[f32], sino: &mut [
                     Vec::<ViewRays<f32>>::new(),
                     Vec::<Vec<f32>>::new(),
                     Vec::new(),
+                    Vec::<(Bins, Vec<f32>, Vec<f32>)>::new(),
                 )
             },
-            |(rays, accs, scr), (chunk, out)| {
+            |(rays, accs, scr, bins), (chunk, out)| {
                 let first = chunk * per_task;
                 let count = out.len() / nu;
                 while rays.len() < count {
                     rays.push(ViewRays::new());
                     accs.push(Vec::new());
+                    bins.push((Bins::new(), Vec::new(), Vec::new()));
                 }
                 for j in 0..count {
                     rays[j].setup(geom, grid, first + j);
                     rays[j].orient(1);
                     accs[j].clear();
                     accs[j].resize(rays[j].det.len(), 0.0);
+                    bins[j].0.build(&rays[j], [shape[0], shape[1]], false);
                 }
                 for a in 0..2 {
                     let l = Layout::new(shape, a);
@@ -221,14 +226,44 @@ pub(crate) fn forward(geom: &VecGeometry, grid: &Grid, vol: &[f32], sino: &mut [
                     }
                     scr.clear();
                     scr.resize(FORWARD_PLANES * l.row(), 0.0f32);
+                    for (b, bacc, eacc) in bins[..count].iter_mut() {
+                        let (nbin, nextra) = b.accumulators(a);
+                        bacc.clear();
+                        bacc.resize(nbin, 0.0);
+                        eacc.clear();
+                        eacc.resize(nextra, 0.0);
+                    }
                     let mut mb = lo;
                     while mb < hi {
                         let npl = FORWARD_PLANES.min(hi - mb);
                         // SAFETY: AVX2 checked by `available`.
                         unsafe { load_slab(vol, &l, mb, npl, scr) };
-                        for (r, acc) in rays[..count].iter().zip(accs.iter_mut()) {
+                        for ((r, acc), (b, bacc, eacc)) in rays[..count]
+                            .iter()
+                            .zip(accs.iter_mut())
+                            .zip(bins.iter_mut())
+                        {
                             let (k0, k1) = (r.class[a], r.class[a + 1]);
                             if k0 == k1 {
+                                continue;
+                            }
+                            if b.takes(a) {
+                                // SAFETY: AVX2 and FMA checked by `available`; the scratch has
+                                // `npl` rows of `l.row()` cells with `PAD` zeros on each side.
+                                unsafe {
+                                    bins2d::forward_block(
+                                        b,
+                                        a,
+                                        r,
+                                        scr,
+                                        l.row(),
+                                        l.nb,
+                                        mb,
+                                        npl,
+                                        bacc,
+                                        eacc,
+                                    )
+                                };
                                 continue;
                             }
                             // SAFETY: AVX2 and FMA checked by `available`; the scratch has `npl`
@@ -247,6 +282,11 @@ pub(crate) fn forward(geom: &VecGeometry, grid: &Grid, vol: &[f32], sino: &mut [
                             };
                         }
                         mb += npl;
+                    }
+                    for ((b, bacc, eacc), acc) in bins[..count].iter().zip(accs.iter_mut()) {
+                        if b.takes(a) {
+                            b.finish(a, bacc, eacc, acc);
+                        }
                     }
                 }
                 for j in 0..count {
@@ -269,18 +309,20 @@ pub(crate) fn transpose(geom: &VecGeometry, grid: &Grid, sino: &[f32], vol: &mut
     let shape = grid.shape;
     let block = VIEW_BLOCK.min(nviews.max(1));
     let mut rays: Vec<ViewRays<f32>> = (0..block).map(|_| ViewRays::new()).collect();
-    let mut uniform: Vec<Uniform> = (0..block).map(|_| Uniform::new()).collect();
+    let mut uniform: Vec<(Uniform, Bins)> =
+        (0..block).map(|_| (Uniform::new(), Bins::new())).collect();
     for first in (0..nviews).step_by(block) {
         let count = block.min(nviews - first);
         rays[..count]
             .par_iter_mut()
             .zip(uniform[..count].par_iter_mut())
             .enumerate()
-            .for_each(|(j, (r, u))| {
+            .for_each(|(j, (r, (u, b)))| {
                 let view = first + j;
                 r.setup(geom, grid, view);
                 r.orient(1);
                 r.set_coefficients(&sino[view * nu..(view + 1) * nu]);
+                b.build(r, [shape[0], shape[1]], true);
                 u.build(r, [shape[0], shape[1]], nu);
             });
         let rays = &rays[..count];
@@ -288,9 +330,16 @@ pub(crate) fn transpose(geom: &VecGeometry, grid: &Grid, sino: &[f32], vol: &mut
         for a in 0..2 {
             let l = Layout::new(shape, a);
             let nblocks = l.na.div_ceil(PLANES);
-            // Parallel-beam views with a uniform detector: the pixel-driven gather.
-            let gather = by_kind(uniform.iter().filter_map(|u| u.view(a)));
-            let gathers = gather.iter().any(|g| !g.is_empty());
+            // Parallel-beam views: binned rays, else (rays denser than the cells, with a
+            // uniform detector) the pixel-driven gather.
+            let binned: Vec<_> = uniform.iter().filter_map(|(_, b)| b.view(a)).collect();
+            let gather = by_kind(
+                uniform
+                    .iter()
+                    .filter(|(_, b)| !b.takes(a))
+                    .filter_map(|(u, _)| u.view(a)),
+            );
+            let gathers = !binned.is_empty() || gather.iter().any(|g| !g.is_empty());
             // Each task owns whole blocks of planes: disjoint voxels.
             let slabs = SlabWriter::new(vol);
             (0..nblocks).into_par_iter().for_each_init(
@@ -304,12 +353,22 @@ pub(crate) fn transpose(geom: &VecGeometry, grid: &Grid, sino: &[f32], vol: &mut
                         any = true;
                         // SAFETY: AVX2 and FMA checked by `available`; the slab has `npl` rows
                         // of `l.row()` cells with `PAD ≥ 8` padding cells after the `nb` cells.
-                        unsafe { gather_block(scr, l.row(), PAD, l.nb, mb, npl, &gather) };
+                        unsafe {
+                            bins2d::transpose_block(scr, l.row(), PAD, l.nb, mb, npl, &binned);
+                            gather_block(scr, l.row(), PAD, l.nb, mb, npl, &gather)
+                        };
                     }
-                    for (r, u) in rays.iter().zip(uniform) {
+                    for (r, (u, b)) in rays.iter().zip(uniform) {
                         let (k0, k1) = (r.class[a], r.class[a + 1]);
                         let (lo, hi) = r.planes[a];
-                        if k0 == k1 || hi <= mb || lo >= mb + npl || u.takes(a) {
+                        if k0 == k1 || hi <= mb || lo >= mb + npl {
+                            continue;
+                        }
+                        if b.takes(a) {
+                            bins2d::transpose_extra(b, a, r, scr, (l.row(), PAD, l.nb), mb, npl);
+                            continue;
+                        }
+                        if u.takes(a) {
                             continue;
                         }
                         if !any {
@@ -685,29 +744,84 @@ mod tests {
             })
     }
 
+    /// A detector 0.7 times finer than the cells puts two rays into some bins of most views,
+    /// too many for the binned kernels: those views go to the pixel-driven gather, which agrees
+    /// with the plane-major transpose; views near the diagonal are binned, with rays whose bin
+    /// was taken done one by one.
+    #[test]
+    fn fine_detectors_go_to_the_gather() {
+        let g = grid([48, 40], [-1.0, -1.0], [1.0, 0.8]);
+        let (n, w) = (97, 97.0 * 0.7 * g.h[0] / 2.0);
+        let angles = UniformPartition::new(&[0.1], &[3.2], &[16]).unwrap();
+        let det = UniformPartition::new(&[-w + 0.01], &[w + 0.01], &[n]).unwrap();
+        let geom = Geometry::parallel_2d_offset(&angles, &det, 0.01).unwrap();
+        let v = geom.vec();
+        if !available(v, &g) {
+            return;
+        }
+        let (mut r, mut u, mut b) = (ViewRays::<f32>::new(), Uniform::new(), Bins::new());
+        let (mut gathered, mut binned, mut extra) = (0, 0, 0);
+        for view in 0..v.num_views() {
+            r.setup(v, &g, view);
+            r.orient(1);
+            r.set_coefficients(&vec![1.0; v.nu()]);
+            u.build(&r, [g.shape[0], g.shape[1]], v.nu());
+            b.build(&r, [g.shape[0], g.shape[1]], true);
+            for a in 0..2 {
+                if b.takes(a) {
+                    binned += 1;
+                    extra += b.accumulators(a).1;
+                } else if u.takes(a) {
+                    gathered += 1;
+                }
+            }
+        }
+        assert!(
+            gathered >= 4 && binned >= 2 && extra >= 1,
+            "{gathered} {binned} {extra}"
+        );
+        let ns = v.num_views() * v.nu();
+        let x = random(g.shape[0] * g.shape[1], 7);
+        let (mut s1, mut s2) = (vec![0f32; ns], vec![0f32; ns]);
+        forward(v, &g, &x, &mut s1);
+        joseph::forward_planes(v, &g, &x, &mut s2);
+        assert!(s1 == s2, "forward differs");
+        transposes_agree(v, &g, &random(ns, 8)).unwrap();
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(64))]
 
-        /// Parallel beams with detector cells not much finer than the volume's go to the
-        /// pixel-driven gather (every class of two or more rays), which agrees with the
-        /// plane-major transpose up to the order of the additions.
+        /// Parallel beams with detector cells not much finer than the volume's go to the binned
+        /// kernels or the pixel-driven gather (every class of two or more rays): the forward is
+        /// bit-identical to the plane-major kernels, and the transpose agrees with theirs up to
+        /// the order of the additions.
         #[test]
-        fn gather_matches_plane_major_kernels((g, geom) in gather_case(), seed in any::<u64>()) {
+        fn parallel_views_match_plane_major_kernels(
+            (g, geom) in gather_case(),
+            seed in any::<u64>(),
+        ) {
             let v = geom.vec();
             prop_assume!(available(v, &g));
-            let (mut r, mut u) = (ViewRays::<f32>::new(), Uniform::new());
+            let (mut r, mut u, mut b) = (ViewRays::<f32>::new(), Uniform::new(), Bins::new());
             for view in 0..v.num_views() {
                 r.setup(v, &g, view);
                 r.orient(1);
                 r.set_coefficients(&vec![1.0; v.nu()]);
                 u.build(&r, [g.shape[0], g.shape[1]], v.nu());
+                b.build(&r, [g.shape[0], g.shape[1]], true);
                 for a in 0..2 {
-                    prop_assert_eq!(u.takes(a), r.class[a + 1] - r.class[a] >= 2);
+                    let many = r.class[a + 1] - r.class[a] >= 2;
+                    prop_assert_eq!(u.takes(a) || b.takes(a), many);
                 }
             }
+            let x = random(g.shape[0] * g.shape[1], seed);
             let ns = v.num_views() * v.nu();
-            let y = random(ns, seed);
-            transposes_agree(v, &g, &y)?;
+            let (mut s1, mut s2) = (vec![0f32; ns], vec![0f32; ns]);
+            forward(v, &g, &x, &mut s1);
+            joseph::forward_planes(v, &g, &x, &mut s2);
+            prop_assert!(s1 == s2, "forward differs");
+            transposes_agree(v, &g, &random(ns, seed ^ 1))?;
         }
 
         /// The windowed forward is bit-identical to the plane-major kernels, and the windowed
