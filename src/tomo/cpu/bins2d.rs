@@ -232,43 +232,45 @@ pub(super) unsafe fn forward_block(
             && extra_acc.len() >= bins.extra[a].len()
     );
     let mut pm = [0f32; MAX_PLANES];
-    let mut kk = [0i32; MAX_PLANES];
-    let mut kv = [_mm256_setzero_si256(); MAX_PLANES];
-    for p in 0..npl {
-        (pm[p], kk[p]) = shift(mb + p, c.sb);
-        kv[p] = _mm256_set1_epi32(kk[p]);
+    for (p, pm) in pm.iter_mut().enumerate().take(npl) {
+        *pm = shift(mb + p, c.sb).0;
     }
     let one = _mm256_set1_ps(1.0);
     let four = _mm256_set1_ps(4.0);
-    // The lower taps `i` plus 4, relative to the lanes' first possible taps `b0 + q + k`.
-    let iota4 = _mm256_setr_epi32(4, 5, 6, 7, 8, 9, 10, 11);
     let (zero_i, one_i) = (_mm256_setzero_si256(), _mm256_set1_epi32(1));
-    let four_i = _mm256_set1_epi32(4);
+    let (four_i, eight_i) = (_mm256_set1_epi32(4), _mm256_set1_epi32(8));
     let f0 = bins.f0[a].as_ptr().add(TPAD);
-    let rows = scr.as_ptr().add(ROW_PAD);
-    for v in 0..nvec {
-        let b0 = c.bmin + 8 * v as i32;
-        let fv = _mm256_loadu_ps(f0.add(8 * v));
-        let first = _mm256_add_epi32(iota4, _mm256_set1_epi32(b0));
-        let mut sum = _mm256_loadu_ps(acc.as_ptr().add(8 * v));
-        for p in 0..npl {
-            // Lane q's taps are within cells base + q ..= base + q + 3: none in the grid
-            // unless base is in [−10, nb).
-            let base = b0 + kk[p];
-            if (base + 10) as u32 >= (nb + 10) as u32 {
-                continue;
-            }
-            let x = rows.add(p * row).offset(base as isize);
+    let nbi = nb as i32;
+    // Plane by plane over the vectors of bins whose taps can reach the grid, the sums kept in
+    // `acc` (the additions happen in the order of the plane-major kernels: bit-identical).
+    for (p, &pm) in pm.iter().enumerate().take(npl) {
+        let k = shift(mb + p, c.sb).1;
+        // Vector v's lane q has its taps within cells base + q ..= base + q + 3, base =
+        // bmin + 8·v + k: some in the grid only for base in [−10, nb).
+        let v_lo = ((-10 - k - c.bmin).max(0) as usize).div_ceil(8);
+        let v_hi = ((nbi - 1 - k - c.bmin).div_euclid(8) + 1).clamp(0, nvec as i32) as usize;
+        if v_lo >= v_hi {
+            continue;
+        }
+        let pv = _mm256_set1_ps(pm);
+        // The lower taps `i` plus 4 minus `first` are the lanes' offsets from base + q.
+        let b0 = c.bmin + 8 * v_lo as i32 + k;
+        let mut first = _mm256_add_epi32(
+            _mm256_setr_epi32(4, 5, 6, 7, 8, 9, 10, 11),
+            _mm256_set1_epi32(b0),
+        );
+        let mut x = scr.as_ptr().add(p * row + ROW_PAD).offset(b0 as isize);
+        for v in v_lo..v_hi {
             let (x0, x1, x2) = (
                 _mm256_loadu_ps(x),
                 _mm256_loadu_ps(x.add(1)),
                 _mm256_loadu_ps(x.add(2)),
             );
             // The coordinates of `lanes::coords`: bit-identical taps and weights.
-            let f = _mm256_add_ps(fv, _mm256_set1_ps(pm[p]));
+            let f = _mm256_add_ps(_mm256_loadu_ps(f0.add(8 * v)), pv);
             let i4 = _mm256_cvttps_epi32(_mm256_add_ps(f, four));
             let t = _mm256_sub_ps(f, _mm256_cvtepi32_ps(_mm256_sub_epi32(i4, four_i)));
-            let sel = _mm256_sub_epi32(_mm256_sub_epi32(i4, first), kv[p]);
+            let sel = _mm256_sub_epi32(i4, first);
             let m0 = _mm256_castsi256_ps(_mm256_cmpeq_epi32(sel, zero_i));
             let m1 = _mm256_castsi256_ps(_mm256_cmpeq_epi32(sel, one_i));
             let v0 = _mm256_blendv_ps(_mm256_blendv_ps(x2, x1, m1), x0, m0);
@@ -277,9 +279,11 @@ pub(super) unsafe fn forward_block(
                 _mm256_mul_ps(_mm256_sub_ps(one, t), v0),
                 _mm256_mul_ps(t, v1),
             );
-            sum = _mm256_add_ps(sum, xv);
+            let s = acc.as_mut_ptr().add(8 * v);
+            _mm256_storeu_ps(s, _mm256_add_ps(_mm256_loadu_ps(s), xv));
+            first = _mm256_add_epi32(first, eight_i);
+            x = x.add(8);
         }
-        _mm256_storeu_ps(acc.as_mut_ptr().add(8 * v), sum);
     }
     let nb = nb as i32;
     // Rays whose bin was taken: one by one, the same formulas.
