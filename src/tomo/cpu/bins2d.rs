@@ -15,10 +15,13 @@
 //! cells not finer than the volume's have), eight neighbouring bins fill the lanes of a vector:
 //! - the forward reads, per plane, three shifted rows of eight cells at `b + k` with plain loads
 //!   and picks each lane's two taps with blends;
-//! - the transpose gives eight neighbouring cells of a plane the weights
-//!   `max(0, 1 − |f − j|)` of the rays in their three candidate bins, read with plain loads at
-//!   the shift `k` of each view and plane, and accumulates a few views in a register. For
-//!   `⌊f⌋ = j` that weight is the forward's `1 − t`, for `⌊f⌋ = j − 1` its `t`.
+//! - the transpose gives eight neighbouring cells of a plane the weights of the rays in their
+//!   three candidate bins, read with plain loads at the shift `k` of each view and plane, and
+//!   accumulates a few views in a register. A ray of bin `u − 2` has `f ∈ [j − 2, j]`, so cell
+//!   `j` can only be its upper tap, with the forward's weight `t = f − (j − 1)` (0 when
+//!   negative); one of bin `u` has `f ∈ [j, j + 2]` and cell `j` can only be its lower tap,
+//!   weight `1 − t = (j + 1) − f`; one of bin `u − 1` has `f ∈ [j − 1, j + 1]`: the smaller of
+//!   the two.
 //!
 //! Rays that find their bin taken (detectors a little finer than the cells) are done one by one
 //! with the same formulas; a class with many of them is left to the other kernels.
@@ -39,8 +42,8 @@ pub(super) const ROW_PAD: usize = 16;
 /// The binned rays of one view (both classes), reusable.
 pub(super) struct Bins {
     classes: [Option<Class>; 2],
-    /// Per class: `TPAD` sentinels, the offset `f0` of each bin's ray (or `b + 0.5` for an empty
-    /// bin), `TPAD` sentinels.
+    /// Per class: `TPAD` sentinels, the offset `f0` of each bin's ray (or 0 for an empty bin),
+    /// `TPAD` sentinels.
     f0: [Vec<f32>; 2],
     /// Per class, the same for the coefficients `w · sino` (0 for empty bins; transpose only).
     coef: [Vec<f32>; 2],
@@ -79,16 +82,16 @@ impl Bins {
         }
     }
 
-    /// Bins each class of the view `r` (set up; with coefficients when `coef`) that qualifies:
-    /// at least two rays, one shared finite slope, sizes whose plane and cell numbers are exact
-    /// in `f32`, and at most one ray in eight (plus four) whose bin is taken. `shape` is the
-    /// volume's.
+    /// Bins each class of the view `r` (set up, in any order; with coefficients when `coef`)
+    /// that qualifies: at least one ray, one shared finite slope, sizes whose plane and cell
+    /// numbers are exact in `f32`, and at most one ray in eight (plus four) whose bin is taken.
+    /// `shape` is the volume's.
     pub(super) fn build(&mut self, r: &ViewRays<f32>, shape: [usize; 2], coef: bool) {
         for a in 0..2 {
             self.classes[a] = None;
             let (k0, k1) = (r.class[a], r.class[a + 1]);
             let (na, nb) = (shape[a], shape[1 - a]);
-            if k1 - k0 < 2 || na >= 1 << 22 || nb >= 1 << 22 {
+            if k1 == k0 || na >= 1 << 22 || nb >= 1 << 22 {
                 continue;
             }
             let sb = r.sb[k0];
@@ -110,9 +113,11 @@ impl Bins {
             let ray = &mut self.ray[a];
             ray.clear();
             ray.resize(nbins, u32::MAX);
+            // Empty bins and sentinels: any finite offset (their sums are not used, their
+            // coefficients are 0).
             let f0 = &mut self.f0[a];
             f0.clear();
-            f0.extend((0..nbins + 2 * TPAD).map(|q| (bmin + q as i32 - TPAD as i32) as f32 + 0.5));
+            f0.resize(nbins + 2 * TPAD, 0.0);
             let limit = (k1 - k0) / 8 + 4;
             let mut ok = true;
             for k in k0..k1 {
@@ -347,8 +352,13 @@ unsafe fn views_block(
             off[p][q] = (TPAD as i32 - k - 2 - v.c.bmin) as usize;
         }
     }
+    let zero = _mm256_setzero_ps();
     for j0 in (0..nb).step_by(8) {
         let jf = _mm256_add_ps(_mm256_set1_ps(j0 as f32), iota);
+        let (jm1, jp1) = (
+            _mm256_sub_ps(jf, _mm256_set1_ps(1.0)),
+            _mm256_add_ps(jf, _mm256_set1_ps(1.0)),
+        );
         for p in 0..npl {
             let d = scr.add(p * row + pad + j0);
             let mut acc = _mm256_loadu_ps(d);
@@ -356,10 +366,18 @@ unsafe fn views_block(
                 let at = off[p][q] + j0;
                 let (f0, cf) = (v.f0.as_ptr().add(at), v.coef.as_ptr().add(at));
                 let pv = _mm256_set1_ps(pm[p][q]);
-                for c in 0..3 {
-                    let f = _mm256_add_ps(_mm256_loadu_ps(f0.add(c)), pv);
-                    acc = _mm256_fmadd_ps(hat(f, jf), _mm256_loadu_ps(cf.add(c)), acc);
-                }
+                let f = |c: usize| _mm256_add_ps(_mm256_loadu_ps(f0.add(c)), pv);
+                let coef = |c: usize| _mm256_loadu_ps(cf.add(c));
+                // Bin u − 2: f ∈ [j − 2, j], cell j is the upper tap (weight t = f − (j − 1)).
+                let w = _mm256_max_ps(_mm256_sub_ps(f(0), jm1), zero);
+                acc = _mm256_fmadd_ps(w, coef(0), acc);
+                // Bin u − 1: f ∈ [j − 1, j + 1], either tap: the smaller of the two weights.
+                let f1 = f(1);
+                let w = _mm256_min_ps(_mm256_sub_ps(f1, jm1), _mm256_sub_ps(jp1, f1));
+                acc = _mm256_fmadd_ps(w, coef(1), acc);
+                // Bin u: f ∈ [j, j + 2], cell j is the lower tap (weight 1 − t = (j + 1) − f).
+                let w = _mm256_max_ps(_mm256_sub_ps(jp1, f(2)), zero);
+                acc = _mm256_fmadd_ps(w, coef(2), acc);
             }
             _mm256_storeu_ps(d, acc);
         }
@@ -397,23 +415,16 @@ pub(super) fn transpose_extra(
     }
 }
 
-/// The interpolation weight `max(0, 1 − |f − j|)` of a ray at `f` for cell `j`: for `⌊f⌋ = j`
-/// the forward's `1 − t`, for `⌊f⌋ = j − 1` its `t` (`f − j` is exact there), else 0.
-#[inline(always)]
-unsafe fn hat(f: __m256, jf: __m256) -> __m256 {
-    let d = _mm256_andnot_ps(_mm256_set1_ps(-0.0), _mm256_sub_ps(f, jf));
-    _mm256_max_ps(_mm256_sub_ps(_mm256_set1_ps(1.0), d), _mm256_setzero_ps())
-}
-
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
 
     proptest! {
         /// The facts the kernels rest on, for `f = f0 + m·s` rounded as the forward rounds it,
-        /// bin `b = ⌊f0⌋` and shift `k = ⌊m·s⌋`: the lower tap (`split`'s shifted truncation)
-        /// is `b + k`, `b + k + 1`, or `b + k + 2` with `t = 0`; and a cell `j` that gets a
-        /// non-zero weight `max(0, 1 − |f − j|)` has `b` in `j − k − 2 ..= j − k`.
+        /// bin `b = ⌊f0⌋` and shift `k = ⌊m·s⌋`: the lower tap `i` (`split`'s shifted
+        /// truncation) is `b + k`, `b + k + 1`, or `b + k + 2` with `t = 0`; a cell `j` that
+        /// gets a weight (`i = j`: `1 − t`, `i = j − 1`: `t`) has `b` in `j − k − 2 ..= j − k`,
+        /// and the transpose's weight for that bin is the forward's.
         #[test]
         fn taps_and_weights_stay_in_the_bins_window(
             f0 in -600.0f32..600.0,
@@ -428,15 +439,28 @@ mod tests {
             let b = f0.floor() as i32;
             let i = (f + 4.0) as i32 - 4;
             let t = f - i as f32;
-            if f >= -4.0 {
-                prop_assert!(i >= b + k && i <= b + k + 2, "tap {i}, bin {b}, shift {k}");
-                prop_assert!(i < b + k + 2 || t == 0.0);
-            }
+            prop_assume!(f >= -4.0);
+            prop_assert!(i >= b + k && i <= b + k + 2, "tap {i}, bin {b}, shift {k}");
+            prop_assert!(i < b + k + 2 || t == 0.0);
             for j in (b + k - 4)..=(b + k + 4) {
-                let w = (1.0 - (f - j as f32).abs()).max(0.0);
-                if w > 0.0 {
-                    prop_assert!(b >= j - k - 2 && b <= j - k, "cell {j}, bin {b}, shift {k}");
-                }
+                let forward = if i == j {
+                    1.0 - t
+                } else if i + 1 == j {
+                    t
+                } else {
+                    0.0
+                };
+                let jf = j as f32;
+                let transpose = match j - k - b {
+                    2 => (f - (jf - 1.0)).max(0.0),
+                    1 => (f - (jf - 1.0)).min((jf + 1.0) - f),
+                    0 => ((jf + 1.0) - f).max(0.0),
+                    _ => 0.0,
+                };
+                prop_assert!(
+                    (forward - transpose).abs() <= 1e-6 * f.abs().max(1.0),
+                    "cell {j}, bin {b}, shift {k}: {forward} vs {transpose}"
+                );
             }
         }
     }

@@ -114,16 +114,22 @@ impl Uniform {
         }
     }
 
-    /// Checks each class of the view `r` (set up, with coefficients) and fills its rows when it
-    /// qualifies: at least two rays, one shared slope, offsets affine in the detector index
-    /// within 10⁻³ cells, rays not much denser than the cells (see [`Search::new`]), and sizes
-    /// whose plane and cell numbers are exact in `f32`. `shape` is the volume's, `nu` the
-    /// detector's cells.
-    pub(super) fn build(&mut self, r: &ViewRays<f32>, shape: [usize; 2], nu: usize) {
+    /// Checks each class `a` of the view `r` (set up, ordered, with coefficients) with
+    /// `classes[a]` and fills its rows when it qualifies: at least two rays, one shared slope,
+    /// offsets affine in the detector index within 10⁻³ cells, rays not much denser than the
+    /// cells (see [`Search::new`]), and sizes whose plane and cell numbers are exact in `f32`.
+    /// `shape` is the volume's, `nu` the detector's cells.
+    pub(super) fn build(
+        &mut self,
+        r: &ViewRays<f32>,
+        shape: [usize; 2],
+        nu: usize,
+        classes: [bool; 2],
+    ) {
         for a in 0..2 {
             self.params[a] = None;
             let (k0, k1) = (r.class[a], r.class[a + 1]);
-            if k1 - k0 < 2 || nu >= 1 << 24 {
+            if !classes[a] || k1 - k0 < 2 || nu >= 1 << 24 {
                 continue;
             }
             let (na, nb) = (shape[a], shape[1 - a]);

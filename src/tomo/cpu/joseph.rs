@@ -306,6 +306,13 @@ impl<T: Scalar> ViewRays<T> {
         self.gclass[3] = self.groups.len();
     }
 
+    /// Leaves the rays in their set-up order without groups, for kernels that need neither
+    /// (instead of [`Self::orient`]).
+    pub(crate) fn no_groups(&mut self) {
+        self.groups.clear();
+        self.gclass = [0; 4];
+    }
+
     /// The per-plane description of class `a`.
     fn plane(&self, a: usize, shape: [usize; 3], st: [usize; 3], three_d: bool) -> Plane {
         let (b, c) = super::ray::other_axes(a);
