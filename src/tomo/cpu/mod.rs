@@ -5,6 +5,8 @@ mod avx2;
 #[cfg(target_arch = "x86_64")]
 mod bins2d;
 #[cfg(target_arch = "x86_64")]
+mod column3d;
+#[cfg(target_arch = "x86_64")]
 mod gather2d;
 pub(crate) mod joseph;
 mod kernels;

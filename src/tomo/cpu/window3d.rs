@@ -11,8 +11,12 @@
 //! done lane by lane at that plane, with the formulas of [`super::kernels`]; classes whose `c`
 //! axis is not contiguous use the plane-major kernels.
 //!
-//! Forward: parallel over views; same products and order of the additions as the portable
-//! plane-major kernel. Transpose: the volume is split into slabs of planes
+//! Detector columns whose rays all share their `b` track go to the column kernels of
+//! [`super::column3d`] (the `b` interpolation once per column and plane, on whole rows); the
+//! group kernels here take the others.
+//!
+//! Forward: parallel over views; the group kernel has the products and order of the additions
+//! of the portable plane-major kernel. Transpose: the volume is split into slabs of planes
 //! along each dominant axis, tasks own slabs (no atomics, no copies), and every group scatters
 //! its taps with the same weights into the planes of the slab.
 
@@ -20,6 +24,7 @@ use std::arch::x86_64::*;
 
 use rayon::prelude::*;
 
+use super::column3d;
 use super::joseph::{Group, ViewRays};
 use super::kernels::{self, Plane};
 use super::lanes::{add_pair, coords, fits, lanes_n, window};
@@ -29,6 +34,8 @@ use crate::tomo::geometry::VecGeometry;
 /// Planes per block: all groups of a view march through a block before the next one, so the
 /// block's pages stay in the TLB and its rows in cache.
 const PLANES: usize = 4;
+// The column kernels take a block of planes at a time.
+const _: () = assert!(PLANES <= column3d::MAX_PLANES);
 
 /// Whether the windowed path can run: 3D, AVX2 and FMA present, indices small enough for exact
 /// `f32` plane numbers and `i32` offsets.
@@ -42,13 +49,13 @@ pub(crate) fn available(geom: &VecGeometry, grid: &Grid) -> bool {
 
 /// Layout of one class (dominant axis `a`).
 #[derive(Clone, Copy)]
-struct Layout {
-    nb: i32,
-    nc: i32,
-    sa: usize,
-    sb: usize,
-    sc: usize,
-    len: usize,
+pub(super) struct Layout {
+    pub(super) nb: i32,
+    pub(super) nc: i32,
+    pub(super) sa: usize,
+    pub(super) sb: usize,
+    pub(super) sc: usize,
+    pub(super) len: usize,
 }
 
 impl Layout {
@@ -191,8 +198,15 @@ pub(crate) fn forward(geom: &VecGeometry, grid: &Grid, vol: &[f32], sino: &mut [
     let (nu, nv) = (geom.nu(), geom.nv());
     let shape = grid.shape;
     sino.par_chunks_mut(nu * nv).enumerate().for_each_init(
-        || (ViewRays::<f32>::new(), Vec::<f32>::new()),
-        |(r, acc), (view, out)| {
+        || {
+            (
+                ViewRays::<f32>::new(),
+                Vec::<f32>::new(),
+                Vec::new(),
+                Vec::<f32>::new(),
+            )
+        },
+        |(r, acc, cols, buf), (view, out)| {
             r.setup(geom, grid, view);
             r.orient(nv);
             acc.clear();
@@ -215,20 +229,41 @@ pub(crate) fn forward(geom: &VecGeometry, grid: &Grid, vol: &[f32], sino: &mut [
                 let groups = &r.groups[r.gclass[a]..r.gclass[a + 1]];
                 let ahead = next_row(r, a, &l);
                 let (lo, hi) = r.planes[a];
+                column3d::columns(r, groups, nv, cols);
+                if buf.len() != column3d::buffer_len(l.nc as usize) {
+                    *buf = column3d::buffer(l.nc as usize);
+                }
                 // Blocks of planes: the pages and cache lines of a few planes serve all groups.
                 for mb in (lo..hi).step_by(PLANES) {
                     let me = (mb + PLANES).min(hi);
-                    for g in groups {
-                        let (m0, m1) = ((g.lo as usize).max(mb), (g.hi as usize).min(me));
+                    for col in cols.iter() {
+                        let (m0, m1) = (col.lo.max(mb), col.hi.min(me));
                         if m0 >= m1 {
                             continue;
                         }
-                        let (k, len) = (g.k as usize, g.len as usize);
-                        // SAFETY: AVX2 and FMA checked by `available`; the group's rays are
-                        // in `r`, `vol` is the whole volume of `l`.
-                        unsafe {
-                            forward_group(vol, &l, r, g, m0, m1, ahead, &mut acc[k..k + len])
-                        };
+                        let col_groups = &groups[col.g0..col.g1];
+                        if col.shared {
+                            // SAFETY: AVX2 and FMA checked by `available`; `vol` is the whole
+                            // volume of `l` (`l.sc == 1`), `buf` a buffer for `l.nc`.
+                            unsafe {
+                                column3d::forward_column(
+                                    vol, &l, r, col_groups, m0, m1, ahead, buf, acc,
+                                )
+                            };
+                            continue;
+                        }
+                        for g in col_groups {
+                            let (m0, m1) = ((g.lo as usize).max(mb), (g.hi as usize).min(me));
+                            if m0 >= m1 {
+                                continue;
+                            }
+                            let (k, len) = (g.k as usize, g.len as usize);
+                            // SAFETY: AVX2 and FMA checked by `available`; the group's rays
+                            // are in `r`, `vol` is the whole volume of `l`.
+                            unsafe {
+                                forward_group(vol, &l, r, g, m0, m1, ahead, &mut acc[k..k + len])
+                            };
+                        }
                     }
                 }
             }
@@ -344,7 +379,7 @@ unsafe fn forward_group(
 /// (`lo`) and whose upper tap (`hi`) is each cell of a sixteen-cell window starting at lane 0's
 /// lower tap, in two halves of eight; −1 where none.
 #[derive(Clone, Copy)]
-struct Route {
+pub(super) struct Route {
     lo: [[i32; 8]; 2],
     hi: [[i32; 8]; 2],
 }
@@ -352,7 +387,7 @@ struct Route {
 impl Route {
     /// The lane indices of half `h` of the window (lower taps, upper taps).
     #[inline(always)]
-    unsafe fn lane_vectors(&self, h: usize) -> (__m256i, __m256i) {
+    pub(super) unsafe fn lane_vectors(&self, h: usize) -> (__m256i, __m256i) {
         (
             _mm256_loadu_si256(self.lo[h].as_ptr() as *const __m256i),
             _mm256_loadu_si256(self.hi[h].as_ptr() as *const __m256i),
@@ -361,7 +396,7 @@ impl Route {
 }
 
 /// [`Route`]s of all 128 step patterns.
-static ROUTES: [Route; 128] = routes();
+pub(super) static ROUTES: [Route; 128] = routes();
 
 const fn routes() -> [Route; 128] {
     let mut t = [Route {
@@ -388,7 +423,7 @@ const fn routes() -> [Route; 128] {
 /// The step pattern of lower taps `idx` (offsets from lane 0's) for [`ROUTES`], or `None` when
 /// a step is neither one nor two cells.
 #[inline(always)]
-unsafe fn steps_pattern(idx: __m256i) -> Option<usize> {
+pub(super) unsafe fn steps_pattern(idx: __m256i) -> Option<usize> {
     let prev = _mm256_permutevar8x32_epi32(idx, _mm256_setr_epi32(0, 0, 1, 2, 3, 4, 5, 6));
     let d = _mm256_sub_epi32(idx, prev);
     let step = |n: i32| {
@@ -422,17 +457,22 @@ pub(crate) fn transpose(
     let shape = grid.shape;
     let ptr = VolPtr(vol.as_mut_ptr());
     let block = tasks.clamp(1, nviews.max(1));
-    let mut views: Vec<ViewRays<f32>> = (0..block).map(|_| ViewRays::new()).collect();
+    let mut views: Vec<(ViewRays<f32>, [Vec<column3d::Column>; 3])> = (0..block)
+        .map(|_| (ViewRays::new(), Default::default()))
+        .collect();
     for first in (0..nviews).step_by(block) {
         let count = block.min(nviews - first);
         views[..count]
             .par_iter_mut()
             .enumerate()
-            .for_each(|(j, r)| {
+            .for_each(|(j, (r, cols))| {
                 let view = first + j;
                 r.setup(geom, grid, view);
                 r.orient(nv);
                 r.set_coefficients(&sino[view * nu * nv..(view + 1) * nu * nv]);
+                for (a, cols) in cols.iter_mut().enumerate() {
+                    column3d::columns(r, &r.groups[r.gclass[a]..r.gclass[a + 1]], nv, cols);
+                }
             });
         let views = &views[..count];
         for a in 0..3 {
@@ -441,48 +481,71 @@ pub(crate) fn transpose(
             // Slabs of at most 8 planes (the work per plane varies: rays cross the middle
             // planes more often than the outer ones), at least one per task.
             let k = tasks.max(n_a.div_ceil(8)).clamp(1, n_a);
-            (0..k).into_par_iter().for_each(|t| {
-                let ptr = &ptr;
-                let (p, q) = (t * n_a / k, (t + 1) * n_a / k);
-                // Block of planes outside, views inside: a block stays in cache while all views
-                // of the pass add to it.
-                for mb in (p..q).step_by(PLANES) {
-                    let me = (mb + PLANES).min(q);
-                    for r in views {
-                        let (k0, k1) = (r.class[a], r.class[a + 1]);
-                        let (lo, hi) = r.planes[a];
-                        if k0 == k1 || hi <= mb || lo >= me {
-                            continue;
-                        }
-                        if l.sc != 1 {
-                            let plane = l.plane();
-                            for m in lo.max(mb)..hi.min(me) {
-                                // SAFETY: plane `m` (p <= m < q) of axis `a` is written only
-                                // by this task in this pass.
-                                unsafe {
-                                    kernels::transpose_plane(
-                                        &plane,
-                                        ptr.0.add(m * l.sa),
-                                        m,
-                                        r,
-                                        k0,
-                                        k1,
-                                    )
-                                };
+            let nc = l.nc as usize;
+            (0..k).into_par_iter().for_each_init(
+                || column3d::buffer(nc),
+                |buf, t| {
+                    let ptr = &ptr;
+                    let (p, q) = (t * n_a / k, (t + 1) * n_a / k);
+                    // Block of planes outside, views inside: a block stays in cache while all views
+                    // of the pass add to it.
+                    for mb in (p..q).step_by(PLANES) {
+                        let me = (mb + PLANES).min(q);
+                        for (r, cols) in views {
+                            let (k0, k1) = (r.class[a], r.class[a + 1]);
+                            let (lo, hi) = r.planes[a];
+                            if k0 == k1 || hi <= mb || lo >= me {
+                                continue;
                             }
-                            continue;
-                        }
-                        let ahead = next_row(r, a, &l);
-                        for g in &r.groups[r.gclass[a]..r.gclass[a + 1]] {
-                            let (m0, m1) = ((g.lo as usize).max(mb), (g.hi as usize).min(me));
-                            if m0 < m1 {
-                                // SAFETY: as above; AVX2 and FMA checked by `available`.
-                                unsafe { transpose_group(ptr.0, &l, r, g, m0, m1, ahead) };
+                            if l.sc != 1 {
+                                let plane = l.plane();
+                                for m in lo.max(mb)..hi.min(me) {
+                                    // SAFETY: plane `m` (p <= m < q) of axis `a` is written only
+                                    // by this task in this pass.
+                                    unsafe {
+                                        kernels::transpose_plane(
+                                            &plane,
+                                            ptr.0.add(m * l.sa),
+                                            m,
+                                            r,
+                                            k0,
+                                            k1,
+                                        )
+                                    };
+                                }
+                                continue;
+                            }
+                            let ahead = next_row(r, a, &l);
+                            let groups = &r.groups[r.gclass[a]..r.gclass[a + 1]];
+                            for col in &cols[a] {
+                                let (m0, m1) = (col.lo.max(mb), col.hi.min(me));
+                                if m0 >= m1 {
+                                    continue;
+                                }
+                                let col_groups = &groups[col.g0..col.g1];
+                                if col.shared {
+                                    // SAFETY: as above; AVX2 and FMA checked by `available`, `buf`
+                                    // a zero buffer for `l.nc`.
+                                    unsafe {
+                                        column3d::transpose_column(
+                                            ptr.0, &l, r, col_groups, m0, m1, ahead, buf,
+                                        )
+                                    };
+                                    continue;
+                                }
+                                for g in col_groups {
+                                    let (m0, m1) =
+                                        ((g.lo as usize).max(mb), (g.hi as usize).min(me));
+                                    if m0 < m1 {
+                                        // SAFETY: as above; AVX2 and FMA checked by `available`.
+                                        unsafe { transpose_group(ptr.0, &l, r, g, m0, m1, ahead) };
+                                    }
+                                }
                             }
                         }
                     }
-                }
-            });
+                },
+            );
         }
     }
 }

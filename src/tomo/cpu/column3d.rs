@@ -1,0 +1,419 @@
+//! Joseph's method for 3D `f32` volumes on x86-64 with AVX2, one detector column at a time.
+//!
+//! In circular and helical cone beams (and in parallel beams) the rays of one detector column
+//! share their track in the in-plane axis `b` (bit-identical offsets and slopes, checked): at
+//! a plane they all tap the same two rows `⌊f_b⌋`, `⌊f_b⌋ + 1` of the contiguous axis `c`,
+//! with the same weights `1 − t_b`, `t_b`. So the `b` interpolation is done once per column and
+//! plane, on whole rows:
+//! - the forward blends the two rows into a zero-padded buffer, from which each group of eight
+//!   rays interpolates along `c` with one windowed fetch;
+//! - the transpose routes the `c` taps of every group of the column into a zero-padded profile
+//!   buffer, then adds the profile to both rows with their weights.
+//!
+//! Taps outside the grid fall into the buffers' padding (forward: zeros; transpose: cells that
+//! are never added to the volume), or the row is skipped. The weights are the forward's
+//! products in another order (`w_c · (w_b · x)` instead of `(w_b · w_c) · x`): the transpose is
+//! exact up to the rounding of the products and sums.
+
+use std::arch::x86_64::*;
+
+use super::joseph::{Group, ViewRays};
+use super::lanes::{coords, fits, lanes_n, window};
+use super::window3d::{steps_pattern, Layout, ROUTES};
+
+/// Zero cells on each side of a buffer row.
+const PAD: usize = 32;
+
+/// A run of groups of one detector column (indices into the class's groups), and whether all of
+/// its rays share their `b` track.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Column {
+    pub(super) g0: usize,
+    pub(super) g1: usize,
+    pub(super) shared: bool,
+    /// The union of the groups' plane ranges.
+    pub(super) lo: usize,
+    pub(super) hi: usize,
+}
+
+/// The columns of the groups `groups` of a view with `nv` detector rows (groups do not straddle
+/// columns, see `ViewRays::orient`).
+pub(super) fn columns(r: &ViewRays<f32>, groups: &[Group], nv: usize, out: &mut Vec<Column>) {
+    out.clear();
+    let mut g0 = 0;
+    while g0 < groups.len() {
+        let col = r.det[groups[g0].k as usize] as usize / nv;
+        let mut g1 = g0 + 1;
+        while g1 < groups.len() && r.det[groups[g1].k as usize] as usize / nv == col {
+            g1 += 1;
+        }
+        let k0 = groups[g0].k as usize;
+        let k1 = (groups[g1 - 1].k + groups[g1 - 1].len) as usize;
+        let (fb, sb) = (r.fb0[k0].to_bits(), r.sb[k0].to_bits());
+        let shared = (k0..k1).all(|k| r.fb0[k].to_bits() == fb && r.sb[k].to_bits() == sb)
+            && r.fb0[k0].is_finite()
+            && r.sb[k0].is_finite();
+        let lo = groups[g0..g1].iter().map(|g| g.lo).min().unwrap_or(0) as usize;
+        let hi = groups[g0..g1].iter().map(|g| g.hi).max().unwrap_or(0) as usize;
+        out.push(Column {
+            g0,
+            g1,
+            shared,
+            lo,
+            hi,
+        });
+        g0 = g1;
+    }
+}
+
+/// Planes a call of [`forward_column`] or [`transpose_column`] takes at most.
+pub(super) const MAX_PLANES: usize = 4;
+
+/// The buffer rows for [`forward_column`] and [`transpose_column`] (`MAX_PLANES` rows of `nc`
+/// cells and the padding, all zero).
+pub(super) fn buffer(nc: usize) -> Vec<f32> {
+    vec![0.0; buffer_len(nc)]
+}
+
+/// The length of [`buffer`] for `nc` cells.
+pub(super) fn buffer_len(nc: usize) -> usize {
+    MAX_PLANES * (nc + 2 * PAD)
+}
+
+/// The column's shared `b` tap and weights at plane `m` (the forward's formulas), and which of
+/// the two rows are in the grid; `None` when neither is.
+#[inline(always)]
+fn b_taps(r: &ViewRays<f32>, k: usize, m: usize, nb: i32) -> Option<(i32, f32, f32, [bool; 2])> {
+    let f = r.fb0[k] + m as f32 * r.sb[k];
+    let ib = (f + 4.0) as i32 - 4;
+    let tb = f - ib as f32;
+    let rows = [ib >= 0 && ib < nb, ib + 1 >= 0 && ib + 1 < nb];
+    (rows[0] || rows[1]).then_some((ib, 1.0 - tb, tb, rows))
+}
+
+/// Prefetches the row that the following detector columns reach (`ahead` from row `ib` of the
+/// plane at `plane`, see `window3d::next_row`). Prefetches do not fault, whatever the address.
+#[inline(always)]
+unsafe fn prefetch_row(plane: *const f32, ib: i32, l: &Layout, ahead: isize) {
+    let row = plane.wrapping_offset(ib as isize * l.sb as isize + ahead);
+    for c in (0..l.nc as usize).step_by(16) {
+        _mm_prefetch::<_MM_HINT_T0>(row.wrapping_add(c) as *const i8);
+    }
+}
+
+/// The planes `p0..p1` of the block `m0..` where group `g` may have taps.
+#[inline(always)]
+fn group_planes(g: &Group, m0: usize, np: usize) -> (usize, usize) {
+    let p0 = (g.lo as usize).saturating_sub(m0).min(np);
+    let p1 = (g.hi as usize).saturating_sub(m0).min(np);
+    (p0, p1)
+}
+
+/// Adds the taps of the column's groups at planes `m0..m1` (at most [`MAX_PLANES`]) to their
+/// running sums `acc` (one per ray of the view).
+///
+/// # Safety
+/// AVX2 and FMA must be present; `vol` is the whole volume of `l` (with `l.sc == 1`), `buf`
+/// from [`buffer`] for `l.nc`.
+#[allow(clippy::too_many_arguments)]
+#[target_feature(enable = "avx2,fma")]
+pub(super) unsafe fn forward_column(
+    vol: &[f32],
+    l: &Layout,
+    r: &ViewRays<f32>,
+    groups: &[Group],
+    m0: usize,
+    m1: usize,
+    ahead: isize,
+    buf: &mut [f32],
+    acc: &mut [f32],
+) {
+    let nc = l.nc as usize;
+    let (np, stride) = (m1 - m0, nc + 2 * PAD);
+    assert!(
+        l.sc == 1 && np <= MAX_PLANES && buf.len() == MAX_PLANES * stride && !groups.is_empty()
+    );
+    let k_first = groups[0].k as usize;
+    // Blends plane p's two rows with their weights into buffer row p (a row outside the grid
+    // counts as zeros); false when neither row is in the grid.
+    let blend = |p: usize, buf: &mut [f32]| -> bool {
+        let m = m0 + p;
+        let Some((ib, wb0, tb, rows)) = b_taps(r, k_first, m, l.nb) else {
+            return false;
+        };
+        prefetch_row(vol.as_ptr().wrapping_add(m * l.sa), ib, l, ahead);
+        let row = |d: i32| &vol[m * l.sa + (ib + d) as usize * l.sb..][..nc];
+        let out = &mut buf[p * stride + PAD..p * stride + PAD + nc];
+        match rows {
+            [true, true] => {
+                let (x0, x1) = (row(0), row(1));
+                let (w0, w1) = (_mm256_set1_ps(wb0), _mm256_set1_ps(tb));
+                let n8 = nc / 8 * 8;
+                for c in (0..n8).step_by(8) {
+                    let v = _mm256_mul_ps(w0, _mm256_loadu_ps(x0.as_ptr().add(c)));
+                    let v = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x1.as_ptr().add(c)), v);
+                    _mm256_storeu_ps(out.as_mut_ptr().add(c), v);
+                }
+                for c in n8..nc {
+                    out[c] = tb.mul_add(x1[c], wb0 * x0[c]);
+                }
+            }
+            [true, false] => out.iter_mut().zip(row(0)).for_each(|(o, x)| *o = wb0 * x),
+            _ => out.iter_mut().zip(row(1)).for_each(|(o, x)| *o = tb * x),
+        }
+        true
+    };
+    let one = _mm256_set1_ps(1.0);
+    // Plane after plane, the next plane's rows blended before this plane's groups read theirs
+    // (the groups' loads then find the blends in the cache, not in the store queue).
+    let mut next = blend(0, buf);
+    for p in 0..np {
+        let on = next;
+        if p + 1 < np {
+            next = blend(p + 1, buf);
+        }
+        if !on {
+            continue;
+        }
+        let m = m0 + p;
+        let mix = buf.as_ptr().add(p * stride + PAD);
+        let mv = _mm256_set1_ps(m as f32);
+        for g in groups {
+            if (m as u32) < g.lo || (m as u32) >= g.hi {
+                continue;
+            }
+            let (k, len) = (g.k as usize, g.len as usize);
+            let fc0 = lanes_n(&r.fc0, k, len, false);
+            let sc = lanes_n(&r.sc, k, len, false);
+            let (ic, tc, ic0, idx) = coords(fc0, sc, mv);
+            let (v0, v1) = if fits(idx) && ic0 >= -(PAD as i32) && ic0 + 17 <= l.nc + PAD as i32 {
+                window(mix.offset(ic0 as isize), idx)
+            } else {
+                let mut ii = [0i32; 8];
+                _mm256_storeu_si256(ii.as_mut_ptr() as *mut __m256i, ic);
+                let at = |j: i32| {
+                    if j >= 0 && j < l.nc {
+                        *mix.add(j as usize)
+                    } else {
+                        0.0
+                    }
+                };
+                let v0: [f32; 8] = std::array::from_fn(|q| at(ii[q]));
+                let v1: [f32; 8] = std::array::from_fn(|q| at(ii[q] + 1));
+                (_mm256_loadu_ps(v0.as_ptr()), _mm256_loadu_ps(v1.as_ptr()))
+            };
+            let x = _mm256_fmadd_ps(tc, v1, _mm256_mul_ps(_mm256_sub_ps(one, tc), v0));
+            let a = &mut acc[k..k + len];
+            if len == 8 {
+                let q = a.as_mut_ptr();
+                _mm256_storeu_ps(q, _mm256_add_ps(_mm256_loadu_ps(q), x));
+            } else {
+                let mut xs = [0f32; 8];
+                _mm256_storeu_ps(xs.as_mut_ptr(), x);
+                a.iter_mut().zip(xs).for_each(|(a, x)| *a += x);
+            }
+        }
+    }
+}
+
+/// Adds the taps of the column's groups at planes `m0..m1` (at most [`MAX_PLANES`]; the
+/// transpose of [`forward_column`]).
+///
+/// # Safety
+/// AVX2 and FMA must be present; `vol` points to the whole volume of `l` (with `l.sc == 1`)
+/// and no other thread accesses planes `m0..m1` of this class meanwhile; `buf` from [`buffer`]
+/// for `l.nc`, left all zero.
+#[allow(clippy::too_many_arguments)]
+#[target_feature(enable = "avx2,fma")]
+pub(super) unsafe fn transpose_column(
+    vol: *mut f32,
+    l: &Layout,
+    r: &ViewRays<f32>,
+    groups: &[Group],
+    m0: usize,
+    m1: usize,
+    ahead: isize,
+    buf: &mut [f32],
+) {
+    let nc = l.nc as usize;
+    let (np, stride) = (m1 - m0, nc + 2 * PAD);
+    assert!(
+        l.sc == 1 && np <= MAX_PLANES && buf.len() == MAX_PLANES * stride && !groups.is_empty()
+    );
+    let k_first = groups[0].k as usize;
+    let one = _mm256_set1_ps(1.0);
+    let zero = _mm256_setzero_ps();
+    let base = buf.as_mut_ptr().add(PAD);
+    let (pad, nci) = (PAD as i32, l.nc);
+    let mut bt = [None; MAX_PLANES];
+    for (p, bt) in bt.iter_mut().enumerate().take(np) {
+        *bt = b_taps(r, k_first, m0 + p, l.nb);
+        if let Some((ib, ..)) = *bt {
+            prefetch_row(vol.wrapping_add((m0 + p) * l.sa), ib, l, ahead);
+        }
+    }
+    // Cells of each plane's profile touched.
+    let mut lo = [i32::MAX; MAX_PLANES];
+    let mut hi = [i32::MIN; MAX_PLANES];
+    // Even groups, then odd ones: neighbouring groups' windows overlap, and a window read
+    // right after an overlapping store would wait for it.
+    let order = (0..groups.len())
+        .step_by(2)
+        .chain((1..groups.len()).step_by(2));
+    for g in order.map(|i| &groups[i]) {
+        let (p0, p1) = group_planes(g, m0, np);
+        if p0 >= p1 {
+            continue;
+        }
+        let (k, len) = (g.k as usize, g.len as usize);
+        let c = lanes_n(&r.coef, k, len, true);
+        if _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_NEQ_UQ>(c, zero)) == 0 {
+            continue;
+        }
+        let fc0 = lanes_n(&r.fc0, k, len, false);
+        let sc = lanes_n(&r.sc, k, len, false);
+        for p in p0..p1 {
+            if bt[p].is_none() {
+                continue;
+            }
+            let prof = base.add(p * stride);
+            let (ic, tc, ic0, idx) = coords(fc0, sc, _mm256_set1_ps((m0 + p) as f32));
+            let (c0, c1) = (
+                _mm256_mul_ps(c, _mm256_sub_ps(one, tc)),
+                _mm256_mul_ps(c, tc),
+            );
+            let pattern = if ic0 >= -pad && ic0 + 16 <= nci + pad {
+                steps_pattern(idx)
+            } else {
+                None
+            };
+            if let Some(pat) = pattern {
+                // The lanes' taps, one or two cells apart, routed into sixteen cells.
+                let route = &ROUTES[pat];
+                let pick = |v: __m256, ix: __m256i| {
+                    _mm256_blendv_ps(
+                        _mm256_permutevar8x32_ps(v, ix),
+                        zero,
+                        _mm256_castsi256_ps(ix),
+                    )
+                };
+                for h in 0..2 {
+                    let (lo_h, hi_h) = route.lane_vectors(h);
+                    let d = prof.offset(ic0 as isize + 8 * h as isize);
+                    let v = _mm256_add_ps(pick(c0, lo_h), pick(c1, hi_h));
+                    _mm256_storeu_ps(d, _mm256_add_ps(_mm256_loadu_ps(d), v));
+                }
+                lo[p] = lo[p].min(ic0);
+                hi[p] = hi[p].max(ic0 + 16);
+            } else {
+                let mut ii = [0i32; 8];
+                let (mut w0, mut w1) = ([0f32; 8], [0f32; 8]);
+                _mm256_storeu_si256(ii.as_mut_ptr() as *mut __m256i, ic);
+                _mm256_storeu_ps(w0.as_mut_ptr(), c0);
+                _mm256_storeu_ps(w1.as_mut_ptr(), c1);
+                for q in 0..len {
+                    let j = ii[q];
+                    // Taps outside the row are dropped (cells 0..nc only are added back).
+                    for (d, w) in [(0, w0[q]), (1, w1[q])] {
+                        if j + d >= 0 && j + d < nci {
+                            *prof.add((j + d) as usize) += w;
+                            lo[p] = lo[p].min(j + d);
+                            hi[p] = hi[p].max(j + d + 1);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    for (p, bt) in bt.iter().enumerate().take(np) {
+        let Some((ib, wb0, tb, rows)) = *bt else {
+            continue;
+        };
+        let (lo, hi) = (lo[p], hi[p]);
+        if lo >= hi {
+            continue;
+        }
+        let prof = base.add(p * stride);
+        // The profile added to both rows with their weights (cells of the row only), then
+        // cleared.
+        let (c0, c1) = (lo.max(0) as usize, hi.min(nci) as usize);
+        for (d, w, on) in [(0, wb0, rows[0]), (1, tb, rows[1])] {
+            if !on || c0 >= c1 {
+                continue;
+            }
+            let x = vol.add((m0 + p) * l.sa + (ib + d) as usize * l.sb);
+            let wv = _mm256_set1_ps(w);
+            let mut c = c0;
+            while c + 8 <= c1 {
+                let q = x.add(c);
+                _mm256_storeu_ps(
+                    q,
+                    _mm256_fmadd_ps(wv, _mm256_loadu_ps(prof.add(c)), _mm256_loadu_ps(q)),
+                );
+                c += 8;
+            }
+            while c < c1 {
+                *x.add(c) = w.mul_add(*prof.add(c), *x.add(c));
+                c += 1;
+            }
+        }
+        // SAFETY: cells lo..hi are in the buffer row (−PAD ≤ lo, hi ≤ nc + PAD).
+        std::ptr::write_bytes(prof.offset(lo as isize), 0, (hi - lo) as usize);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::joseph::ViewRays;
+    use super::super::ray::Grid;
+    use super::*;
+    use crate::tomo::Geometry;
+    use crate::UniformPartition;
+
+    /// In a circular cone beam with the usual vertical axis every detector column shares its
+    /// `b` track (so the column kernels take all of them); a tilted axis breaks that.
+    #[test]
+    fn cone_beam_columns_share_their_b_track() {
+        let n = [12, 10, 14];
+        let mut g = Grid {
+            shape: n,
+            min: [-1.0; 3],
+            h: [1.0; 3],
+            inv_h: [1.0; 3],
+        };
+        for k in 0..3 {
+            g.h[k] = 2.0 / n[k] as f64;
+            g.inv_h[k] = 1.0 / g.h[k];
+        }
+        let angles = UniformPartition::new(&[0.3], &[6.0], &[7]).unwrap();
+        let det = UniformPartition::new(&[-2.0, -1.5], &[2.0, 1.5], &[20, 16]).unwrap();
+        for (axis, shared) in [([0.0, 0.0, 1.0], true), ([0.3, -0.2, 1.0], false)] {
+            let geom = Geometry::cone_flat(&angles, &det, 4.0, 2.0, 0.0, axis, [0.0; 2]).unwrap();
+            let v = geom.vec();
+            let mut r = ViewRays::<f32>::new();
+            let mut cols = Vec::new();
+            let mut count = [0; 2];
+            for view in 0..v.num_views() {
+                r.setup(v, &g, view);
+                r.orient(v.nv());
+                for a in 0..2 {
+                    columns(
+                        &r,
+                        &r.groups[r.gclass[a]..r.gclass[a + 1]],
+                        v.nv(),
+                        &mut cols,
+                    );
+                    for c in &cols {
+                        count[c.shared as usize] += 1;
+                        assert!(c.g0 < c.g1 && c.lo <= c.hi);
+                    }
+                }
+            }
+            if shared {
+                assert!(count[0] == 0 && count[1] > 20, "{count:?}");
+            } else {
+                assert!(count[0] > 20, "{count:?}");
+            }
+        }
+    }
+}
