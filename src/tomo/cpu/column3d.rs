@@ -245,16 +245,31 @@ pub(super) unsafe fn transpose_column(
     let zero = _mm256_setzero_ps();
     let base = buf.as_mut_ptr().add(PAD);
     let (pad, nci) = (PAD as i32, l.nc);
+    // Zero that the compiler cannot see: a blend with it stays one instruction (with a known
+    // zero it becomes a compare and a mask).
+    let opaque_zero = std::hint::black_box(zero);
+    // Per plane: the shared `b` taps, the plane number in every lane, and whether a group
+    // added to the profile.
     let mut bt = [None; MAX_PLANES];
-    for (p, bt) in bt.iter_mut().enumerate().take(np) {
-        *bt = b_taps(r, k_first, m0 + p, l.nb);
-        if let Some((ib, ..)) = *bt {
+    let mut mvs = [zero; MAX_PLANES];
+    let mut touched = [false; MAX_PLANES];
+    for p in 0..np {
+        bt[p] = b_taps(r, k_first, m0 + p, l.nb);
+        mvs[p] = _mm256_set1_ps((m0 + p) as f32);
+        if let Some((ib, ..)) = bt[p] {
             prefetch_row(vol.wrapping_add((m0 + p) * l.sa), ib, l, ahead);
         }
     }
-    // Cells of each plane's profile touched.
-    let mut lo = [i32::MAX; MAX_PLANES];
-    let mut hi = [i32::MIN; MAX_PLANES];
+    // Planes p0..p1 of the group that have a row in the grid.
+    let (first, last) = (
+        bt.iter().take(np).position(|b| b.is_some()).unwrap_or(np),
+        np - bt
+            .iter()
+            .take(np)
+            .rev()
+            .position(|b| b.is_some())
+            .unwrap_or(np),
+    );
     // Even groups, then odd ones: neighbouring groups' windows overlap, and a window read
     // right after an overlapping store would wait for it.
     let order = (0..groups.len())
@@ -262,6 +277,7 @@ pub(super) unsafe fn transpose_column(
         .chain((1..groups.len()).step_by(2));
     for g in order.map(|i| &groups[i]) {
         let (p0, p1) = group_planes(g, m0, np);
+        let (p0, p1) = (p0.max(first), p1.min(last));
         if p0 >= p1 {
             continue;
         }
@@ -273,11 +289,10 @@ pub(super) unsafe fn transpose_column(
         let fc0 = lanes_n(&r.fc0, k, len, false);
         let sc = lanes_n(&r.sc, k, len, false);
         for p in p0..p1 {
-            if bt[p].is_none() {
-                continue;
-            }
+            // (A plane between two with rows in the grid has one too: the b track is a line.)
+            touched[p] = true;
             let prof = base.add(p * stride);
-            let (ic, tc, ic0, idx) = coords(fc0, sc, _mm256_set1_ps((m0 + p) as f32));
+            let (ic, tc, ic0, idx) = coords(fc0, sc, mvs[p]);
             let (c0, c1) = (
                 _mm256_mul_ps(c, _mm256_sub_ps(one, tc)),
                 _mm256_mul_ps(c, tc),
@@ -293,7 +308,7 @@ pub(super) unsafe fn transpose_column(
                 let pick = |v: __m256, ix: __m256i| {
                     _mm256_blendv_ps(
                         _mm256_permutevar8x32_ps(v, ix),
-                        zero,
+                        opaque_zero,
                         _mm256_castsi256_ps(ix),
                     )
                 };
@@ -303,8 +318,6 @@ pub(super) unsafe fn transpose_column(
                     let v = _mm256_add_ps(pick(c0, lo_h), pick(c1, hi_h));
                     _mm256_storeu_ps(d, _mm256_add_ps(_mm256_loadu_ps(d), v));
                 }
-                lo[p] = lo[p].min(ic0);
-                hi[p] = hi[p].max(ic0 + 16);
             } else {
                 let mut ii = [0i32; 8];
                 let (mut w0, mut w1) = ([0f32; 8], [0f32; 8]);
@@ -317,34 +330,30 @@ pub(super) unsafe fn transpose_column(
                     for (d, w) in [(0, w0[q]), (1, w1[q])] {
                         if j + d >= 0 && j + d < nci {
                             *prof.add((j + d) as usize) += w;
-                            lo[p] = lo[p].min(j + d);
-                            hi[p] = hi[p].max(j + d + 1);
                         }
                     }
                 }
             }
         }
     }
-    for (p, bt) in bt.iter().enumerate().take(np) {
-        let Some((ib, wb0, tb, rows)) = *bt else {
+    for p in 0..np {
+        let Some((ib, wb0, tb, rows)) = bt[p] else {
             continue;
         };
-        let (lo, hi) = (lo[p], hi[p]);
-        if lo >= hi {
+        if !touched[p] {
             continue;
         }
+        // The profile added to both rows with their weights (the cells of the row), then
+        // cleared (padding included).
         let prof = base.add(p * stride);
-        // The profile added to both rows with their weights (cells of the row only), then
-        // cleared.
-        let (c0, c1) = (lo.max(0) as usize, hi.min(nci) as usize);
         for (d, w, on) in [(0, wb0, rows[0]), (1, tb, rows[1])] {
-            if !on || c0 >= c1 {
+            if !on {
                 continue;
             }
             let x = vol.add((m0 + p) * l.sa + (ib + d) as usize * l.sb);
             let wv = _mm256_set1_ps(w);
-            let mut c = c0;
-            while c + 8 <= c1 {
+            let mut c = 0;
+            while c + 8 <= nc {
                 let q = x.add(c);
                 _mm256_storeu_ps(
                     q,
@@ -352,13 +361,13 @@ pub(super) unsafe fn transpose_column(
                 );
                 c += 8;
             }
-            while c < c1 {
+            while c < nc {
                 *x.add(c) = w.mul_add(*prof.add(c), *x.add(c));
                 c += 1;
             }
         }
-        // SAFETY: cells lo..hi are in the buffer row (−PAD ≤ lo, hi ≤ nc + PAD).
-        std::ptr::write_bytes(prof.offset(lo as isize), 0, (hi - lo) as usize);
+        // SAFETY: the buffer row is `stride` cells from `−PAD` on.
+        std::ptr::write_bytes(prof.sub(PAD), 0, stride);
     }
 }
 
