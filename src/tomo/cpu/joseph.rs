@@ -5,9 +5,12 @@
 //! The rays of a view are set up once per call (grouped by dominant axis, stored as
 //! structure-of-arrays). For `f32` on x86-64 with AVX2 the windowed kernels run
 //! ([`super::window2d`], [`super::window3d`]: groups of eight rays fetch their taps with row
-//! loads and lane permutes, in blocks of planes; the 2D transpose of parallel beams with a
-//! uniform detector gathers cell by cell, [`super::gather2d`]); otherwise, and for classes the
-//! windowed 3D kernels do not take, the plane-major kernels of [`super::kernels`] (every plane
+//! loads and lane permutes, in blocks of planes). Within them, 2D parallel beams bin their rays
+//! by offset and need no permutes ([`super::bins2d`]; detectors much finer than the cells:
+//! a cell-by-cell gather, [`super::gather2d`]), and 3D detector columns that share their
+//! in-plane track interpolate along it once per plane, on whole rows ([`super::column3d`]).
+//! Otherwise, and for classes the windowed 3D kernels do not take, the plane-major kernels of
+//! [`super::kernels`] (every plane
 //! visited by all rays of a class while it is in cache; portable, with an AVX2 gather version
 //! for `f32`). All use the same per-plane interpolation coordinates and weights, so every forward
 //! has its exact transpose.
