@@ -101,6 +101,18 @@ unsafe fn prefetch_row(plane: *const f32, ib: i32, l: &Layout, ahead: isize) {
     }
 }
 
+/// The cells of a row, the planes `m0..m1` of a block and the stride of the buffer rows,
+/// checked against what the kernels need (`c` contiguous, at most [`MAX_PLANES`] planes, a
+/// buffer from [`buffer`], a column with groups).
+fn block(l: &Layout, m0: usize, m1: usize, buf: &[f32], groups: &[Group]) -> (usize, usize, usize) {
+    let nc = l.nc as usize;
+    let (np, stride) = (m1 - m0, nc + 2 * PAD);
+    assert!(
+        l.sc == 1 && np <= MAX_PLANES && buf.len() == MAX_PLANES * stride && !groups.is_empty()
+    );
+    (nc, np, stride)
+}
+
 /// The planes `p0..p1` of the block `m0..` where group `g` may have taps.
 #[inline(always)]
 fn group_planes(g: &Group, m0: usize, np: usize) -> (usize, usize) {
@@ -128,11 +140,7 @@ pub(super) unsafe fn forward_column(
     buf: &mut [f32],
     acc: &mut [f32],
 ) {
-    let nc = l.nc as usize;
-    let (np, stride) = (m1 - m0, nc + 2 * PAD);
-    assert!(
-        l.sc == 1 && np <= MAX_PLANES && buf.len() == MAX_PLANES * stride && !groups.is_empty()
-    );
+    let (nc, np, stride) = block(l, m0, m1, buf, groups);
     let k_first = groups[0].k as usize;
     // Blends plane p's two rows with their weights into buffer row p (a row outside the grid
     // counts as zeros); false when neither row is in the grid.
@@ -235,11 +243,7 @@ pub(super) unsafe fn transpose_column(
     ahead: isize,
     buf: &mut [f32],
 ) {
-    let nc = l.nc as usize;
-    let (np, stride) = (m1 - m0, nc + 2 * PAD);
-    assert!(
-        l.sc == 1 && np <= MAX_PLANES && buf.len() == MAX_PLANES * stride && !groups.is_empty()
-    );
+    let (nc, np, stride) = block(l, m0, m1, buf, groups);
     let k_first = groups[0].k as usize;
     let one = _mm256_set1_ps(1.0);
     let zero = _mm256_setzero_ps();
