@@ -34,6 +34,8 @@ pub(super) struct Column {
     /// The union of the groups' plane ranges.
     pub(super) lo: usize,
     pub(super) hi: usize,
+    /// The `b` track of the first ray, `[fb0, sb]` (all rays' when `shared`).
+    pub(super) track: [f32; 2],
 }
 
 /// The columns of the groups `groups` of a view with `nv` detector rows (groups do not straddle
@@ -42,9 +44,10 @@ pub(super) fn columns(r: &ViewRays<f32>, groups: &[Group], nv: usize, out: &mut 
     out.clear();
     let mut g0 = 0;
     while g0 < groups.len() {
-        let col = r.det[groups[g0].k as usize] as usize / nv;
+        let start = r.det[groups[g0].k as usize] as usize / nv * nv;
+        let col = start..start + nv;
         let mut g1 = g0 + 1;
-        while g1 < groups.len() && r.det[groups[g1].k as usize] as usize / nv == col {
+        while g1 < groups.len() && col.contains(&(r.det[groups[g1].k as usize] as usize)) {
             g1 += 1;
         }
         let k0 = groups[g0].k as usize;
@@ -61,6 +64,7 @@ pub(super) fn columns(r: &ViewRays<f32>, groups: &[Group], nv: usize, out: &mut 
             shared,
             lo,
             hi,
+            track: [r.fb0[k0], r.sb[k0]],
         });
         g0 = g1;
     }
@@ -83,8 +87,8 @@ pub(super) fn buffer_len(nc: usize) -> usize {
 /// The column's shared `b` tap and weights at plane `m` (the forward's formulas), and which of
 /// the two rows are in the grid; `None` when neither is.
 #[inline(always)]
-fn b_taps(r: &ViewRays<f32>, k: usize, m: usize, nb: i32) -> Option<(i32, f32, f32, [bool; 2])> {
-    let f = r.fb0[k] + m as f32 * r.sb[k];
+fn b_taps([fb0, sb]: [f32; 2], m: usize, nb: i32) -> Option<(i32, f32, f32, [bool; 2])> {
+    let f = fb0 + m as f32 * sb;
     let ib = (f + 4.0) as i32 - 4;
     let tb = f - ib as f32;
     let rows = [ib >= 0 && ib < nb, ib + 1 >= 0 && ib + 1 < nb];
@@ -134,6 +138,7 @@ pub(super) unsafe fn forward_column(
     l: &Layout,
     r: &ViewRays<f32>,
     groups: &[Group],
+    track: [f32; 2],
     m0: usize,
     m1: usize,
     ahead: isize,
@@ -141,12 +146,11 @@ pub(super) unsafe fn forward_column(
     acc: &mut [f32],
 ) {
     let (nc, np, stride) = block(l, m0, m1, buf, groups);
-    let k_first = groups[0].k as usize;
     // Blends plane p's two rows with their weights into buffer row p (a row outside the grid
     // counts as zeros); false when neither row is in the grid.
     let blend = |p: usize, buf: &mut [f32]| -> bool {
         let m = m0 + p;
-        let Some((ib, wb0, tb, rows)) = b_taps(r, k_first, m, l.nb) else {
+        let Some((ib, wb0, tb, rows)) = b_taps(track, m, l.nb) else {
             return false;
         };
         prefetch_row(vol.as_ptr().wrapping_add(m * l.sa), ib, l, ahead);
@@ -238,13 +242,13 @@ pub(super) unsafe fn transpose_column(
     l: &Layout,
     r: &ViewRays<f32>,
     groups: &[Group],
+    track: [f32; 2],
     m0: usize,
     m1: usize,
     ahead: isize,
     buf: &mut [f32],
 ) {
     let (nc, np, stride) = block(l, m0, m1, buf, groups);
-    let k_first = groups[0].k as usize;
     let one = _mm256_set1_ps(1.0);
     let zero = _mm256_setzero_ps();
     let base = buf.as_mut_ptr().add(PAD);
@@ -258,7 +262,7 @@ pub(super) unsafe fn transpose_column(
     let mut mvs = [zero; MAX_PLANES];
     let mut touched = [false; MAX_PLANES];
     for p in 0..np {
-        bt[p] = b_taps(r, k_first, m0 + p, l.nb);
+        bt[p] = b_taps(track, m0 + p, l.nb);
         mvs[p] = _mm256_set1_ps((m0 + p) as f32);
         if let Some((ib, ..)) = bt[p] {
             prefetch_row(vol.wrapping_add((m0 + p) * l.sa), ib, l, ahead);
@@ -279,6 +283,45 @@ pub(super) unsafe fn transpose_column(
     let order = (0..groups.len())
         .step_by(2)
         .chain((1..groups.len()).step_by(2));
+    // Adds the taps of a group at plane `p` (window from cell `ic0`, step pattern `pat`,
+    // weights `c0`, `c1` of the lower and upper taps) to the profile: the lanes' taps, one or
+    // two cells apart, routed into sixteen cells.
+    let route = |p: usize, ic0: i32, pat: usize, c0: __m256, c1: __m256| {
+        let pick = |v: __m256, ix: __m256i| {
+            _mm256_blendv_ps(
+                _mm256_permutevar8x32_ps(v, ix),
+                opaque_zero,
+                _mm256_castsi256_ps(ix),
+            )
+        };
+        let route = &ROUTES[pat];
+        let prof = base.add(p * stride);
+        for h in 0..2 {
+            let (lo_h, hi_h) = route.lane_vectors(h);
+            let d = prof.offset(ic0 as isize + 8 * h as isize);
+            let v = _mm256_add_ps(pick(c0, lo_h), pick(c1, hi_h));
+            _mm256_storeu_ps(d, _mm256_add_ps(_mm256_loadu_ps(d), v));
+        }
+    };
+    // A group's taps at plane `p`: the first cell of its window, the step pattern of the
+    // lower taps, and the weights of the lower and upper taps; `None` unless the window fits
+    // the padded profile and the pattern has a route.
+    let taps = |c: __m256, fc0: __m256, sc: __m256, p: usize| {
+        let (ic, tc, ic0, _) = coords(fc0, sc, mvs[p]);
+        if ic0 < -pad || ic0 + 16 > nci + pad {
+            return None;
+        }
+        let c0 = _mm256_mul_ps(c, _mm256_sub_ps(one, tc));
+        Some((ic0, steps_pattern(ic)?, c0, _mm256_mul_ps(c, tc)))
+    };
+    // The same for every plane of a full block.
+    let staged = |c: __m256, fc0: __m256, sc: __m256| {
+        let mut st = [(0, 0, zero, zero); MAX_PLANES];
+        for (p, s) in st.iter_mut().enumerate() {
+            *s = taps(c, fc0, sc, p)?;
+        }
+        Some(st)
+    };
     for g in order.map(|i| &groups[i]) {
         let (p0, p1) = group_planes(g, m0, np);
         let (p0, p1) = (p0.max(first), p1.min(last));
@@ -292,49 +335,42 @@ pub(super) unsafe fn transpose_column(
         }
         let fc0 = lanes_n(&r.fc0, k, len, false);
         let sc = lanes_n(&r.sc, k, len, false);
+        // (A plane between two with rows in the grid has one too: the b track is a line.)
+        touched[p0..p1].iter_mut().for_each(|t| *t = true);
+        if p1 - p0 == MAX_PLANES {
+            // A full block: every plane's taps first, then the adds. The planes' chains
+            // (coordinates, step pattern, route load) are independent and overlap; plane by
+            // plane, each would wait for the last.
+            if let Some(st) = staged(c, fc0, sc) {
+                for (p, (ic0, pat, c0, c1)) in st.into_iter().enumerate() {
+                    route(p, ic0, pat, c0, c1);
+                }
+                continue;
+            }
+        }
         for p in p0..p1 {
-            // (A plane between two with rows in the grid has one too: the b track is a line.)
-            touched[p] = true;
-            let prof = base.add(p * stride);
-            let (ic, tc, ic0, idx) = coords(fc0, sc, mvs[p]);
+            if let Some((ic0, pat, c0, c1)) = taps(c, fc0, sc, p) {
+                route(p, ic0, pat, c0, c1);
+                continue;
+            }
+            // Lane by lane.
+            let (ic, tc, _, _) = coords(fc0, sc, mvs[p]);
             let (c0, c1) = (
                 _mm256_mul_ps(c, _mm256_sub_ps(one, tc)),
                 _mm256_mul_ps(c, tc),
             );
-            let pattern = if ic0 >= -pad && ic0 + 16 <= nci + pad {
-                steps_pattern(idx)
-            } else {
-                None
-            };
-            if let Some(pat) = pattern {
-                // The lanes' taps, one or two cells apart, routed into sixteen cells.
-                let route = &ROUTES[pat];
-                let pick = |v: __m256, ix: __m256i| {
-                    _mm256_blendv_ps(
-                        _mm256_permutevar8x32_ps(v, ix),
-                        opaque_zero,
-                        _mm256_castsi256_ps(ix),
-                    )
-                };
-                for h in 0..2 {
-                    let (lo_h, hi_h) = route.lane_vectors(h);
-                    let d = prof.offset(ic0 as isize + 8 * h as isize);
-                    let v = _mm256_add_ps(pick(c0, lo_h), pick(c1, hi_h));
-                    _mm256_storeu_ps(d, _mm256_add_ps(_mm256_loadu_ps(d), v));
-                }
-            } else {
-                let mut ii = [0i32; 8];
-                let (mut w0, mut w1) = ([0f32; 8], [0f32; 8]);
-                _mm256_storeu_si256(ii.as_mut_ptr() as *mut __m256i, ic);
-                _mm256_storeu_ps(w0.as_mut_ptr(), c0);
-                _mm256_storeu_ps(w1.as_mut_ptr(), c1);
-                for q in 0..len {
-                    let j = ii[q];
-                    // Taps outside the row are dropped (cells 0..nc only are added back).
-                    for (d, w) in [(0, w0[q]), (1, w1[q])] {
-                        if j + d >= 0 && j + d < nci {
-                            *prof.add((j + d) as usize) += w;
-                        }
+            let prof = base.add(p * stride);
+            let mut ii = [0i32; 8];
+            let (mut w0, mut w1) = ([0f32; 8], [0f32; 8]);
+            _mm256_storeu_si256(ii.as_mut_ptr() as *mut __m256i, ic);
+            _mm256_storeu_ps(w0.as_mut_ptr(), c0);
+            _mm256_storeu_ps(w1.as_mut_ptr(), c1);
+            for q in 0..len {
+                let j = ii[q];
+                // Taps outside the row are dropped (cells 0..nc only are added back).
+                for (d, w) in [(0, w0[q]), (1, w1[q])] {
+                    if j + d >= 0 && j + d < nci {
+                        *prof.add((j + d) as usize) += w;
                     }
                 }
             }
@@ -347,31 +383,45 @@ pub(super) unsafe fn transpose_column(
         if !touched[p] {
             continue;
         }
-        // The profile added to both rows with their weights (the cells of the row), then
-        // cleared (padding included).
+        // The profile added to the rows in the grid with their weights, and cleared.
         let prof = base.add(p * stride);
-        for (d, w, on) in [(0, wb0, rows[0]), (1, tb, rows[1])] {
-            if !on {
-                continue;
-            }
-            let x = vol.add((m0 + p) * l.sa + (ib + d) as usize * l.sb);
-            let wv = _mm256_set1_ps(w);
-            let mut c = 0;
-            while c + 8 <= nc {
-                let q = x.add(c);
-                _mm256_storeu_ps(
-                    q,
-                    _mm256_fmadd_ps(wv, _mm256_loadu_ps(prof.add(c)), _mm256_loadu_ps(q)),
-                );
-                c += 8;
-            }
-            while c < nc {
-                *x.add(c) = w.mul_add(*prof.add(c), *x.add(c));
-                c += 1;
+        let row = |d: i32| vol.add((m0 + p) * l.sa + (ib + d) as usize * l.sb);
+        let n8 = nc / 8 * 8;
+        match rows {
+            [true, true] => add_rows(prof, n8, [(row(0), wb0), (row(1), tb)]),
+            [true, false] => add_rows(prof, n8, [(row(0), wb0)]),
+            _ => add_rows(prof, n8, [(row(1), tb)]),
+        }
+        for c in n8..nc {
+            for (d, w, on) in [(0, wb0, rows[0]), (1, tb, rows[1])] {
+                if on {
+                    let x = row(d).add(c);
+                    *x = w.mul_add(*prof.add(c), *x);
+                }
             }
         }
-        // SAFETY: the buffer row is `stride` cells from `−PAD` on.
-        std::ptr::write_bytes(prof.sub(PAD), 0, stride);
+        // The padding and the tail (taps outside the row land there) cleared too.
+        for c in (0..PAD).step_by(8) {
+            _mm256_storeu_ps(prof.sub(PAD).add(c), zero);
+            _mm256_storeu_ps(prof.add(n8 + c), zero);
+        }
+        _mm256_storeu_ps(prof.add(nc + PAD - 8), zero);
+    }
+}
+
+/// Adds `w · prof[c]` to `x[c]` for every row `(x, w)` and clears `prof[c]`, for `c < n8` (a
+/// multiple of eight).
+#[inline(always)]
+unsafe fn add_rows<const R: usize>(prof: *mut f32, n8: usize, rows: [(*mut f32, f32); R]) {
+    let w = rows.map(|(_, w)| _mm256_set1_ps(w));
+    let zero = _mm256_setzero_ps();
+    for c in (0..n8).step_by(8) {
+        let v = _mm256_loadu_ps(prof.add(c));
+        _mm256_storeu_ps(prof.add(c), zero);
+        for (r, (x, _)) in rows.iter().enumerate() {
+            let q = x.add(c);
+            _mm256_storeu_ps(q, _mm256_fmadd_ps(w[r], v, _mm256_loadu_ps(q)));
+        }
     }
 }
 

@@ -267,46 +267,40 @@ impl<T: Scalar> ViewRays<T> {
                         self.apply_order(k0);
                     }
                 }
+                self.push_groups(k0, k1);
             } else {
                 let key = |s: &Self, k: usize| s.fc0[k] + mid * s.sc[k];
                 let mut r0 = k0;
                 while r0 < k1 {
-                    let col = self.det[r0] as usize / nv;
+                    // The detector column's rays (one division per column, not per ray).
+                    let start = self.det[r0] as usize / nv * nv;
+                    let end = start + nv;
                     let mut r1 = r0 + 1;
-                    while r1 < k1 && self.det[r1] as usize / nv == col {
+                    while r1 < k1 && (start..end).contains(&(self.det[r1] as usize)) {
                         r1 += 1;
                     }
                     if key(self, r1 - 1) < key(self, r0) {
                         self.reverse(r0, r1);
                     }
+                    self.push_groups(r0, r1);
                     r0 = r1;
                 }
             }
-            // Groups of 8 within runs (the whole class in 2D, one detector column otherwise).
-            let mut r0 = k0;
-            while r0 < k1 {
-                let mut r1 = r0 + 1;
-                if nv == 1 {
-                    r1 = k1;
-                } else {
-                    let col = self.det[r0] as usize / nv;
-                    while r1 < k1 && self.det[r1] as usize / nv == col {
-                        r1 += 1;
-                    }
-                }
-                for k in (r0..r1).step_by(8) {
-                    let e = (k + 8).min(r1);
-                    self.groups.push(Group {
-                        k: k as u32,
-                        len: (e - k) as u32,
-                        lo: self.m0[k..e].iter().copied().min().unwrap_or(0),
-                        hi: self.m1[k..e].iter().copied().max().unwrap_or(0),
-                    });
-                }
-                r0 = r1;
-            }
         }
         self.gclass[3] = self.groups.len();
+    }
+
+    /// Groups of 8 of the rays `r0..r1` (the last one shorter).
+    fn push_groups(&mut self, r0: usize, r1: usize) {
+        for k in (r0..r1).step_by(8) {
+            let e = (k + 8).min(r1);
+            self.groups.push(Group {
+                k: k as u32,
+                len: (e - k) as u32,
+                lo: self.m0[k..e].iter().copied().min().unwrap_or(0),
+                hi: self.m1[k..e].iter().copied().max().unwrap_or(0),
+            });
+        }
     }
 
     /// Leaves the rays in their set-up order without groups, for kernels that need neither

@@ -247,7 +247,7 @@ pub(crate) fn forward(geom: &VecGeometry, grid: &Grid, vol: &[f32], sino: &mut [
                             // volume of `l` (`l.sc == 1`), `buf` a buffer for `l.nc`.
                             unsafe {
                                 column3d::forward_column(
-                                    vol, &l, r, col_groups, m0, m1, ahead, buf, acc,
+                                    vol, &l, r, col_groups, col.track, m0, m1, ahead, buf, acc,
                                 )
                             };
                             continue;
@@ -420,12 +420,13 @@ const fn routes() -> [Route; 128] {
     t
 }
 
-/// The step pattern of lower taps `idx` (offsets from lane 0's) for [`ROUTES`], or `None` when
-/// a step is neither one nor two cells.
+/// The step pattern of the lanes' lower taps `taps` (cell indices, or offsets from any common
+/// origin: only the steps between neighbouring lanes count) for [`ROUTES`], or `None` when a
+/// step is neither one nor two cells.
 #[inline(always)]
-pub(super) unsafe fn steps_pattern(idx: __m256i) -> Option<usize> {
-    let prev = _mm256_permutevar8x32_epi32(idx, _mm256_setr_epi32(0, 0, 1, 2, 3, 4, 5, 6));
-    let d = _mm256_sub_epi32(idx, prev);
+pub(super) unsafe fn steps_pattern(taps: __m256i) -> Option<usize> {
+    let prev = _mm256_permutevar8x32_epi32(taps, _mm256_setr_epi32(0, 0, 1, 2, 3, 4, 5, 6));
+    let d = _mm256_sub_epi32(taps, prev);
     let step = |n: i32| {
         _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(
             d,
@@ -456,7 +457,7 @@ pub(crate) fn transpose(
     let nviews = geom.num_views();
     let shape = grid.shape;
     let ptr = VolPtr(vol.as_mut_ptr());
-    let block = tasks.clamp(1, nviews.max(1));
+    let block = (2 * tasks).clamp(1, nviews.max(1));
     let mut views: Vec<(ViewRays<f32>, [Vec<column3d::Column>; 3])> = (0..block)
         .map(|_| (ViewRays::new(), Default::default()))
         .collect();
@@ -528,7 +529,7 @@ pub(crate) fn transpose(
                                     // a zero buffer for `l.nc`.
                                     unsafe {
                                         column3d::transpose_column(
-                                            ptr.0, &l, r, col_groups, m0, m1, ahead, buf,
+                                            ptr.0, &l, r, col_groups, col.track, m0, m1, ahead, buf,
                                         )
                                     };
                                     continue;
