@@ -199,14 +199,16 @@ impl<T: Scalar> ViewRays<T> {
             std::mem::take(&mut self.scratch_t),
             std::mem::take(&mut self.scratch_u),
         );
+        // Runs of consecutive indices (a detector column's rays move together) are copied whole.
+        let runs = Runs(&order);
         for v in self.floats() {
             st.clear();
-            st.extend(order.iter().map(|&k| v[k]));
+            runs.gather(v, &mut st);
             v[k0..k0 + st.len()].copy_from_slice(&st);
         }
         for v in self.indices() {
             su.clear();
-            su.extend(order.iter().map(|&k| v[k]));
+            runs.gather(v, &mut su);
             v[k0..k0 + su.len()].copy_from_slice(&su);
         }
         (self.order, self.scratch_t, self.scratch_u) = (order, st, su);
@@ -466,5 +468,39 @@ pub(crate) fn transpose_planes<T: Scalar>(
                 }
             });
         }
+    }
+}
+/// An order of indices, read as runs of consecutive indices.
+struct Runs<'a>(&'a [usize]);
+
+impl Runs<'_> {
+    /// Appends `v[k]` for every index `k` of the order to `out`, a run at a time.
+    fn gather<X: Copy>(&self, v: &[X], out: &mut Vec<X>) {
+        let o = self.0;
+        let mut i = 0;
+        while i < o.len() {
+            let mut j = i + 1;
+            while j < o.len() && o[j] == o[j - 1] + 1 {
+                j += 1;
+            }
+            out.extend_from_slice(&v[o[i]..o[i] + (j - i)]);
+            i = j;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Runs;
+
+    #[test]
+    fn runs_gather_in_order() {
+        let v: Vec<u32> = (10..20).collect();
+        let mut out = Vec::new();
+        Runs(&[3, 4, 5, 0, 1, 9, 7, 8, 2]).gather(&v, &mut out);
+        assert_eq!(out, [13, 14, 15, 10, 11, 19, 17, 18, 12]);
+        out.clear();
+        Runs(&[]).gather(&v, &mut out);
+        assert!(out.is_empty());
     }
 }
