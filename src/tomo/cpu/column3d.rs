@@ -8,7 +8,11 @@
 //! - the forward blends the two rows into a zero-padded buffer, from which each group of eight
 //!   rays interpolates along `c` with one windowed fetch;
 //! - the transpose routes the `c` taps of every group of the column into a zero-padded profile
-//!   buffer, then adds the profile to both rows with their weights.
+//!   buffer, then adds the profile to both rows with their weights and clears it in the same
+//!   sweep. A group's taps at all planes of a block are worked out before any is added: each
+//!   plane's chain (coordinates, step pattern, route load, permutes) is long, and side by side
+//!   they overlap; plane after plane, the out-of-order window filled with one plane's waiting
+//!   operations (13 % of the transpose's time on cone_256).
 //!
 //! Taps outside the grid fall into the buffers' padding (forward: zeros; transpose: cells that
 //! are never added to the volume), or the row is skipped. The weights are the forward's
