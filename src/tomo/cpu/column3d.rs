@@ -21,7 +21,7 @@
 
 use std::arch::x86_64::*;
 
-use super::joseph::{Group, ViewRays};
+use super::joseph::{detector_column, Group, ViewRays};
 use super::lanes::{coords, fits, lanes_n, window};
 use super::window3d::{steps_pattern, Layout, ROUTES};
 
@@ -48,8 +48,7 @@ pub(super) fn columns(r: &ViewRays<f32>, groups: &[Group], nv: usize, out: &mut 
     out.clear();
     let mut g0 = 0;
     while g0 < groups.len() {
-        let start = r.det[groups[g0].k as usize] as usize / nv * nv;
-        let col = start..start + nv;
+        let col = detector_column(r.det[groups[g0].k as usize], nv);
         let mut g1 = g0 + 1;
         while g1 < groups.len() && col.contains(&(r.det[groups[g1].k as usize] as usize)) {
             g1 += 1;

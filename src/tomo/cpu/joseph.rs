@@ -274,11 +274,9 @@ impl<T: Scalar> ViewRays<T> {
                 let key = |s: &Self, k: usize| s.fc0[k] + mid * s.sc[k];
                 let mut r0 = k0;
                 while r0 < k1 {
-                    // The detector column's rays (one division per column, not per ray).
-                    let start = self.det[r0] as usize / nv * nv;
-                    let end = start + nv;
+                    let col = detector_column(self.det[r0], nv);
                     let mut r1 = r0 + 1;
-                    while r1 < k1 && (start..end).contains(&(self.det[r1] as usize)) {
+                    while r1 < k1 && col.contains(&(self.det[r1] as usize)) {
                         r1 += 1;
                     }
                     if key(self, r1 - 1) < key(self, r0) {
@@ -470,6 +468,13 @@ pub(crate) fn transpose_planes<T: Scalar>(
         }
     }
 }
+/// The detector indices of the column (`nv` rows) of detector index `det`: membership is a
+/// range check, one division per column instead of one per ray.
+pub(super) fn detector_column(det: u32, nv: usize) -> std::ops::Range<usize> {
+    let start = det as usize / nv * nv;
+    start..start + nv
+}
+
 /// An order of indices, read as runs of consecutive indices.
 struct Runs<'a>(&'a [usize]);
 
