@@ -46,5 +46,5 @@ pub use operator::{
     ComponentProjection, Composition, LinOp, LinearOperator, LinearOperatorExt, NormCache, Op,
     Operator, OperatorExt, OperatorSum, ReductionOperator, ScalarMultiple,
 };
-pub use scalar::Scalar;
+pub use scalar::{Scalar, ScalarFamily, SliceOf};
 pub use space::{rn, uniform_discr, weighted_rn, Pointwise, Pointwise2, Space, UniformPartition};

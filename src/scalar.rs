@@ -38,10 +38,57 @@ pub trait Scalar:
     fn from_index(i: usize) -> Self;
     /// Truncates towards zero to an index (saturating; for already-floored values).
     fn as_isize(self) -> isize;
+
+    /// `value` as the same value of `f32` when `Self` is `f32` — the safe way into code that is
+    /// written for `f32` only (SIMD kernels, GPU kernels). `F` names the container type
+    /// (`[T]`, a `Vec<T>`, a crate type generic over its scalar), see [`ScalarFamily`].
+    ///
+    /// ```
+    /// use rodl::{Scalar, SliceOf};
+    /// let x = [1.0f32, 2.0];
+    /// assert_eq!(f32::as_f32::<SliceOf>(&x), Some(&x[..]));
+    /// assert!(f64::as_f32::<SliceOf>(&[1.0f64]).is_none());
+    /// ```
+    fn as_f32<F: ScalarFamily + ?Sized>(value: &F::Of<Self>) -> Option<&F::Of<f32>>;
+
+    /// [`Scalar::as_f32`] for mutable access.
+    fn as_f32_mut<F: ScalarFamily + ?Sized>(value: &mut F::Of<Self>) -> Option<&mut F::Of<f32>>;
+
+    /// The slice as `&[f32]` when `Self` is `f32`.
+    fn as_f32_slice(s: &[Self]) -> Option<&[f32]> {
+        Self::as_f32::<SliceOf>(s)
+    }
+
+    /// The slice as `&mut [f32]` when `Self` is `f32`.
+    fn as_f32_slice_mut(s: &mut [Self]) -> Option<&mut [f32]> {
+        Self::as_f32_mut::<SliceOf>(s)
+    }
+}
+
+/// A type constructor over the scalar type (`T ↦ F::Of<T>`), so that [`Scalar::as_f32`] can
+/// turn a container of `Self` into the same container of `f32` without a cast.
+pub trait ScalarFamily {
+    /// The container of `T`.
+    type Of<T: Scalar>: ?Sized;
+}
+
+/// The [`ScalarFamily`] of slices `[T]`.
+pub struct SliceOf;
+
+impl ScalarFamily for SliceOf {
+    type Of<T: Scalar> = [T];
 }
 
 impl Scalar for f32 {
     const NAME: &'static str = "f32";
+    #[inline(always)]
+    fn as_f32<F: ScalarFamily + ?Sized>(value: &F::Of<f32>) -> Option<&F::Of<f32>> {
+        Some(value)
+    }
+    #[inline(always)]
+    fn as_f32_mut<F: ScalarFamily + ?Sized>(value: &mut F::Of<f32>) -> Option<&mut F::Of<f32>> {
+        Some(value)
+    }
     const EPS: f64 = f32::EPSILON as f64;
     #[inline(always)]
     fn of(v: f64) -> Self {
@@ -63,6 +110,14 @@ impl Scalar for f32 {
 
 impl Scalar for f64 {
     const NAME: &'static str = "f64";
+    #[inline(always)]
+    fn as_f32<F: ScalarFamily + ?Sized>(_value: &F::Of<f64>) -> Option<&F::Of<f32>> {
+        None
+    }
+    #[inline(always)]
+    fn as_f32_mut<F: ScalarFamily + ?Sized>(_value: &mut F::Of<f64>) -> Option<&mut F::Of<f32>> {
+        None
+    }
     const EPS: f64 = f64::EPSILON;
     #[inline(always)]
     fn of(v: f64) -> Self {
