@@ -1,11 +1,10 @@
 // rodl: elementwise maps of one or two tensors (rodl::Pointwise, rodl::Pointwise2).
 //
 // Compiled at run time with NVRTC (src/backend/cuda/pointwise.rs) with --fmad=false. The formulas
-// are those of `map1` / `map2` in src/backend/host.rs, evaluated in the same order, so results
-// agree with the host exactly for the arithmetic operations and to a few units in the last place
-// for the transcendental ones (exp, log, pow). The opcodes are the discriminants of
-// `MapOp` / `Map2Op` in src/backend/mod.rs. Parameters arrive as double and are converted to T,
-// exactly as the host holds them. Indices are 64-bit; grid-stride loops.
+// come from the operation tables of src/backend/op.rs, written in the host's order of operations,
+// so results agree with the host exactly for the arithmetic operations and to a few units in the
+// last place for the transcendental ones (exp, log, pow). An unknown opcode does nothing.
+// Parameters arrive as double and are converted to T, exactly as the host holds them. Indices are 64-bit; grid-stride loops.
 
 typedef unsigned long long u64;
 
@@ -33,41 +32,11 @@ __device__ __forceinline__ double k_pow(double x, double p) { return pow(x, p); 
 __device__ __forceinline__ float k_inf(float) { return __int_as_float(0x7f800000); }
 __device__ __forceinline__ double k_inf(double) { return __longlong_as_double(0x7ff0000000000000ll); }
 
-template <typename T, int OP>
-__device__ __forceinline__ T map1(T x, T a, T b) {
-    if (OP == 0) return x + a;
-    if (OP == 1) return fmax(x, a);
-    if (OP == 2) return fmin(x, a);
-    if (OP == 3) return fmin(fmax(x, a), b);
-    if (OP == 4) return k_sqrt(x);
-    if (OP == 5) return k_exp(x);
-    if (OP == 6) return k_log(x);
-    if (OP == 7) return x > (T)0 ? (T)1 : (x < (T)0 ? (T)-1 : x);
-    if (OP == 8) return x * x;
-    if (OP == 9) return (T)1 / x;
-    if (OP == 10) {
-        if (x > a) return x - a;
-        if (x < -a) return x + a;
-        return isnan(x) ? x : (T)0;
-    }
-    if (OP == 11) return k_pow(x, a);
-    // OP == 12: Huber function of |x| with parameter a.
-    const T m = fabs(x);
-    return m <= a ? m * m / (a + a) : m - a * (T)0.5;
-}
-
-template <typename T, int OP>
-__device__ __forceinline__ T map2(T x, T y) {
-    if (OP == 0) return fmax(x, y);
-    if (OP == 1) return fmin(x, y);
-    if (OP == 2) return y != (T)0 ? x / y : (T)0;
-    if (OP == 3) return x == (T)0 ? (T)0 : x * k_log(y);
-    // OP == 4: x ln(x/y) - x + y with scipy's kl_div conventions.
-    if (isnan(x) || isnan(y)) return x + y;
-    if (x > (T)0 && y > (T)0) return x * k_log(x / y) - x + y;
-    if (x == (T)0 && y >= (T)0) return y;
-    return k_inf(x);
-}
+// map1<T, OP>(x, a, b) and map2<T, OP>(x, y): generated from the operation tables of
+// src/backend/op.rs (one entry per operation: name, opcode, host and GPU formula), which also
+// define MAP1_OPS(F) / MAP2_OPS(F), the lists of opcodes.
+RODL_MAP1
+RODL_MAP2
 
 template <typename T, int OP>
 __device__ __forceinline__ void map_loop(T* out, const T* x, T a, T b, u64 n) {
@@ -83,32 +52,18 @@ __device__ __forceinline__ void map2_loop(T* out, const T* x, const T* y, u64 n)
 template <typename T>
 __device__ __forceinline__ void map_impl(T* out, const T* x, int op, double da, double db, u64 n) {
     const T a = (T)da, b = (T)db;
-    switch (op) {
-        case 0: map_loop<T, 0>(out, x, a, b, n); break;
-        case 1: map_loop<T, 1>(out, x, a, b, n); break;
-        case 2: map_loop<T, 2>(out, x, a, b, n); break;
-        case 3: map_loop<T, 3>(out, x, a, b, n); break;
-        case 4: map_loop<T, 4>(out, x, a, b, n); break;
-        case 5: map_loop<T, 5>(out, x, a, b, n); break;
-        case 6: map_loop<T, 6>(out, x, a, b, n); break;
-        case 7: map_loop<T, 7>(out, x, a, b, n); break;
-        case 8: map_loop<T, 8>(out, x, a, b, n); break;
-        case 9: map_loop<T, 9>(out, x, a, b, n); break;
-        case 10: map_loop<T, 10>(out, x, a, b, n); break;
-        case 11: map_loop<T, 11>(out, x, a, b, n); break;
-        default: map_loop<T, 12>(out, x, a, b, n); break;
-    }
+#define CASE(N) \
+    case N: map_loop<T, N>(out, x, a, b, n); break;
+    switch (op) { MAP1_OPS(CASE) }
+#undef CASE
 }
 
 template <typename T>
 __device__ __forceinline__ void map2_impl(T* out, const T* x, const T* y, int op, u64 n) {
-    switch (op) {
-        case 0: map2_loop<T, 0>(out, x, y, n); break;
-        case 1: map2_loop<T, 1>(out, x, y, n); break;
-        case 2: map2_loop<T, 2>(out, x, y, n); break;
-        case 3: map2_loop<T, 3>(out, x, y, n); break;
-        default: map2_loop<T, 4>(out, x, y, n); break;
-    }
+#define CASE(N) \
+    case N: map2_loop<T, N>(out, x, y, n); break;
+    switch (op) { MAP2_OPS(CASE) }
+#undef CASE
 }
 
 #define INSTANTIATE(T, S)                                                                   \

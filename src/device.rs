@@ -3,6 +3,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+use crate::backend::cuda::Cuda;
+use crate::backend::Runtime;
 use crate::{Error, Result};
 
 /// Where a space's elements are stored and where operators on it compute.
@@ -38,7 +40,7 @@ impl Device {
     pub fn check_available(self) -> Result<()> {
         match self {
             Device::Cpu => Ok(()),
-            Device::Cuda(id) => crate::backend::cuda_check_available(id),
+            Device::Cuda(id) => Cuda::check_available(id),
         }
     }
 }
@@ -49,7 +51,7 @@ impl Device {
     pub fn synchronize(self) -> Result<()> {
         match self {
             Device::Cpu => Ok(()),
-            Device::Cuda(id) => crate::backend::cuda_synchronize(id),
+            Device::Cuda(id) => Cuda::synchronize(id),
         }
     }
 
@@ -73,7 +75,7 @@ impl Device {
                 Ok(t.elapsed())
             }
             Device::Cuda(id) => {
-                let ms = crate::backend::cuda_time(id, &mut f)?;
+                let ms = Cuda::time(id, &mut f)?;
                 Ok(std::time::Duration::from_secs_f64(ms.max(0.0) / 1e3))
             }
         }

@@ -4,7 +4,7 @@ use std::fmt;
 
 use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD};
 
-use crate::backend::cuda::DeviceTensor;
+use crate::storage::Storage;
 use crate::{Device, Error, Result, Scalar};
 
 /// An element of a [`Space`](crate::Space): a tensor on the space's device, or one element per
@@ -26,32 +26,20 @@ pub struct Element<T: Scalar> {
 }
 
 pub(crate) enum ElementKind<T: Scalar> {
-    Host(ArrayD<T>),
-    Cuda(DeviceTensor<T>),
+    Tensor(Storage<T>),
     Product(Vec<Element<T>>),
 }
 
 impl<T: Scalar> Element<T> {
-    pub(crate) fn host(a: ArrayD<T>) -> Self {
-        let a = if a.is_standard_layout() {
-            a
-        } else {
-            a.as_standard_layout().into_owned()
-        };
+    pub(crate) fn tensor(s: Storage<T>) -> Self {
         Element {
-            kind: ElementKind::Host(a),
+            kind: ElementKind::Tensor(s),
         }
     }
 
     pub(crate) fn product(parts: Vec<Element<T>>) -> Self {
         Element {
             kind: ElementKind::Product(parts),
-        }
-    }
-
-    pub(crate) fn cuda(t: DeviceTensor<T>) -> Self {
-        Element {
-            kind: ElementKind::Cuda(t),
         }
     }
 
@@ -63,8 +51,7 @@ impl<T: Scalar> Element<T> {
     /// The device the data lives on (for a product element: that of its first part).
     pub fn device(&self) -> Device {
         match &self.kind {
-            ElementKind::Host(_) => Device::Cpu,
-            ElementKind::Cuda(t) => t.device(),
+            ElementKind::Tensor(s) => s.device(),
             ElementKind::Product(p) => p.first().map_or(Device::Cpu, |e| e.device()),
         }
     }
@@ -72,10 +59,42 @@ impl<T: Scalar> Element<T> {
     /// The tensor shape, or `None` for a product element.
     pub fn shape(&self) -> Option<&[usize]> {
         match &self.kind {
-            ElementKind::Host(a) => Some(a.shape()),
-            ElementKind::Cuda(t) => Some(t.shape()),
+            ElementKind::Tensor(s) => Some(s.shape()),
             ElementKind::Product(_) => None,
         }
+    }
+
+    /// The storage of a tensor element (for backend dispatch inside the crate).
+    pub(crate) fn storage(&self, what: &str) -> Result<&Storage<T>> {
+        match &self.kind {
+            ElementKind::Tensor(s) => Ok(s),
+            ElementKind::Product(_) => Err(Error::invalid(format!(
+                "{what}: needs a tensor element, got a product-space element"
+            ))),
+        }
+    }
+
+    /// The storage of a tensor element, mutable.
+    pub(crate) fn storage_mut(&mut self, what: &str) -> Result<&mut Storage<T>> {
+        match &mut self.kind {
+            ElementKind::Tensor(s) => Ok(s),
+            ElementKind::Product(_) => Err(Error::invalid(format!(
+                "{what}: needs a tensor element, got a product-space element"
+            ))),
+        }
+    }
+
+    /// The storages of a product element's parts.
+    pub(crate) fn part_storages(&self, what: &str) -> Result<Vec<&Storage<T>>> {
+        self.parts()?.iter().map(|p| p.storage(what)).collect()
+    }
+
+    /// The storages of a product element's parts, mutable.
+    pub(crate) fn part_storages_mut(&mut self, what: &str) -> Result<Vec<&mut Storage<T>>> {
+        self.parts_mut()?
+            .iter_mut()
+            .map(|p| p.storage_mut(what))
+            .collect()
     }
 
     /// Read access to a host tensor's data.
@@ -83,52 +102,46 @@ impl<T: Scalar> Element<T> {
     /// Errors for product elements and for elements on a GPU (use [`Element::to_host`]).
     pub fn as_array(&self) -> Result<ArrayViewD<'_, T>> {
         match &self.kind {
-            ElementKind::Host(a) => Ok(a.view()),
-            _ => Err(self.not_host("as_array")),
+            ElementKind::Tensor(s) => s.host_view().ok_or_else(|| self.not_host("as_array")),
+            ElementKind::Product(_) => Err(self.not_host("as_array")),
         }
     }
 
     /// Write access to a host tensor's data.
     pub fn as_array_mut(&mut self) -> Result<ArrayViewMutD<'_, T>> {
-        if !matches!(self.kind, ElementKind::Host(_)) {
-            return Err(self.not_host("as_array_mut"));
-        }
+        let err = self.not_host("as_array_mut");
         match &mut self.kind {
-            ElementKind::Host(a) => Ok(a.view_mut()),
-            _ => Err(Error::invalid("as_array_mut: not a host tensor")),
+            ElementKind::Tensor(s) => s.host_view_mut().ok_or(err),
+            ElementKind::Product(_) => Err(err),
         }
     }
 
     /// The host tensor's data as a flat slice in C order.
     pub fn as_slice(&self) -> Result<&[T]> {
         match &self.kind {
-            ElementKind::Host(a) => a
-                .as_slice()
-                .ok_or_else(|| Error::invalid("element data is not contiguous")),
-            _ => Err(self.not_host("as_slice")),
+            ElementKind::Tensor(s) => s
+                .host()
+                .map(|h| h.slice())
+                .ok_or_else(|| self.not_host("as_slice")),
+            ElementKind::Product(_) => Err(self.not_host("as_slice")),
         }
     }
 
     /// The host tensor's data as a mutable flat slice in C order.
     pub fn as_slice_mut(&mut self) -> Result<&mut [T]> {
-        if !matches!(self.kind, ElementKind::Host(_)) {
-            return Err(self.not_host("as_slice_mut"));
-        }
+        let err = self.not_host("as_slice_mut");
         match &mut self.kind {
-            ElementKind::Host(a) => a
-                .as_slice_mut()
-                .ok_or_else(|| Error::invalid("element data is not contiguous")),
-            _ => Err(Error::invalid("as_slice_mut: not a host tensor")),
+            ElementKind::Tensor(s) => s.host_mut().map(|h| h.slice_mut()).ok_or(err),
+            ElementKind::Product(_) => Err(err),
         }
     }
 
     /// Consumes a host tensor element and returns its array.
     pub fn into_array(self) -> Result<ArrayD<T>> {
         match self.kind {
-            ElementKind::Host(a) => Ok(a),
-            ElementKind::Cuda(_) => Err(Error::invalid(
-                "element lives on a GPU: call to_host() before into_array()",
-            )),
+            ElementKind::Tensor(s) => s.into_host().ok_or_else(|| {
+                Error::invalid("element lives on a GPU: call to_host() before into_array()")
+            }),
             ElementKind::Product(_) => Err(Error::invalid(
                 "a product-space element has no single array: use into_parts()",
             )),
@@ -170,8 +183,7 @@ impl<T: Scalar> Element<T> {
     /// A deep copy on the same device (may fail on GPU memory exhaustion).
     pub fn try_clone(&self) -> Result<Self> {
         Ok(match &self.kind {
-            ElementKind::Host(a) => Element::host(a.clone()),
-            ElementKind::Cuda(t) => Element::cuda(t.try_clone()?),
+            ElementKind::Tensor(s) => Element::tensor(s.try_clone()?),
             ElementKind::Product(p) => Element::product(
                 p.iter()
                     .map(|e| e.try_clone())
@@ -188,61 +200,13 @@ impl<T: Scalar> Element<T> {
     /// A copy of the data on `device` (explicit transfer; a copy also when already there).
     pub fn to_device(&self, device: Device) -> Result<Self> {
         Ok(match (&self.kind, device) {
-            (ElementKind::Host(a), Device::Cpu) => Element::host(a.clone()),
-            (ElementKind::Host(a), Device::Cuda(id)) => {
-                Element::cuda(DeviceTensor::from_host(id, a.view())?)
-            }
-            (ElementKind::Cuda(t), Device::Cpu) => Element::host(t.to_host()?),
-            (ElementKind::Cuda(t), Device::Cuda(id)) => Element::cuda(t.to_device(id)?),
+            (ElementKind::Tensor(s), d) => Element::tensor(s.to_device(d)?),
             (ElementKind::Product(p), d) => Element::product(
                 p.iter()
                     .map(|e| e.to_device(d))
                     .collect::<Result<Vec<_>>>()?,
             ),
         })
-    }
-
-    /// The GPU tensor of a CUDA element (for backend dispatch inside the crate).
-    pub(crate) fn cuda_tensor(&self, what: &str) -> Result<&DeviceTensor<T>> {
-        match &self.kind {
-            ElementKind::Cuda(t) => Ok(t),
-            _ => Err(self.not_cuda(what)),
-        }
-    }
-
-    /// The GPU tensor of a CUDA element, mutable.
-    pub(crate) fn cuda_tensor_mut(&mut self, what: &str) -> Result<&mut DeviceTensor<T>> {
-        if !matches!(self.kind, ElementKind::Cuda(_)) {
-            return Err(self.not_cuda(what));
-        }
-        match &mut self.kind {
-            ElementKind::Cuda(t) => Ok(t),
-            _ => Err(Error::invalid(format!("{what}: not a GPU tensor"))),
-        }
-    }
-
-    /// The GPU tensors of a product element whose parts all live on a GPU.
-    pub(crate) fn cuda_parts(&self, what: &str) -> Result<Vec<&DeviceTensor<T>>> {
-        self.parts()?.iter().map(|p| p.cuda_tensor(what)).collect()
-    }
-
-    /// The GPU tensors of a product element whose parts all live on a GPU, mutable.
-    pub(crate) fn cuda_parts_mut(&mut self, what: &str) -> Result<Vec<&mut DeviceTensor<T>>> {
-        self.parts_mut()?
-            .iter_mut()
-            .map(|p| p.cuda_tensor_mut(what))
-            .collect()
-    }
-
-    fn not_cuda(&self, what: &str) -> Error {
-        Error::DeviceMismatch {
-            context: what.into(),
-            expected: "a CUDA device".into(),
-            got: match &self.kind {
-                ElementKind::Product(_) => "a product-space element".into(),
-                _ => self.device().to_string(),
-            },
-        }
     }
 
     fn not_host(&self, what: &str) -> Error {
@@ -261,8 +225,7 @@ impl<T: Scalar> Element<T> {
 impl<T: Scalar> fmt::Debug for Element<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.kind {
-            ElementKind::Host(a) => write!(f, "Element(cpu, {a:?})"),
-            ElementKind::Cuda(t) => write!(f, "Element({}, shape {:?})", t.device(), t.shape()),
+            ElementKind::Tensor(s) => s.fmt(f),
             ElementKind::Product(p) => f.debug_list().entries(p.iter()).finish(),
         }
     }

@@ -31,6 +31,7 @@ pub mod operator;
 mod scalar;
 pub mod solvers;
 mod space;
+mod storage;
 pub mod tomo;
 
 pub use device::Device;

@@ -54,6 +54,22 @@ pub trait Scalar:
     /// [`Scalar::as_f32`] for mutable access.
     fn as_f32_mut<F: ScalarFamily + ?Sized>(value: &mut F::Of<Self>) -> Option<&mut F::Of<f32>>;
 
+    /// `value` as the same container of `Self` when `Self` is `f32`; otherwise `value` back.
+    fn cast_from_f32<F: ScalarFamily>(
+        value: F::Of<f32>,
+    ) -> std::result::Result<F::Of<Self>, F::Of<f32>>
+    where
+        F::Of<f32>: Sized,
+        F::Of<Self>: Sized;
+
+    /// `value` as the same container of `Self` when `Self` is `f64`; otherwise `value` back.
+    fn cast_from_f64<F: ScalarFamily>(
+        value: F::Of<f64>,
+    ) -> std::result::Result<F::Of<Self>, F::Of<f64>>
+    where
+        F::Of<f64>: Sized,
+        F::Of<Self>: Sized;
+
     /// The slice as `&[f32]` when `Self` is `f32`.
     fn as_f32_slice(s: &[Self]) -> Option<&[f32]> {
         Self::as_f32::<SliceOf>(s)
@@ -89,6 +105,25 @@ impl Scalar for f32 {
     fn as_f32_mut<F: ScalarFamily + ?Sized>(value: &mut F::Of<f32>) -> Option<&mut F::Of<f32>> {
         Some(value)
     }
+    #[inline(always)]
+    fn cast_from_f32<F: ScalarFamily>(
+        value: F::Of<f32>,
+    ) -> std::result::Result<F::Of<f32>, F::Of<f32>>
+    where
+        F::Of<f32>: Sized,
+    {
+        Ok(value)
+    }
+    #[inline(always)]
+    fn cast_from_f64<F: ScalarFamily>(
+        value: F::Of<f64>,
+    ) -> std::result::Result<F::Of<f32>, F::Of<f64>>
+    where
+        F::Of<f64>: Sized,
+        F::Of<f32>: Sized,
+    {
+        Err(value)
+    }
     const EPS: f64 = f32::EPSILON as f64;
     #[inline(always)]
     fn of(v: f64) -> Self {
@@ -117,6 +152,25 @@ impl Scalar for f64 {
     #[inline(always)]
     fn as_f32_mut<F: ScalarFamily + ?Sized>(_value: &mut F::Of<f64>) -> Option<&mut F::Of<f32>> {
         None
+    }
+    #[inline(always)]
+    fn cast_from_f32<F: ScalarFamily>(
+        value: F::Of<f32>,
+    ) -> std::result::Result<F::Of<f64>, F::Of<f32>>
+    where
+        F::Of<f32>: Sized,
+        F::Of<f64>: Sized,
+    {
+        Err(value)
+    }
+    #[inline(always)]
+    fn cast_from_f64<F: ScalarFamily>(
+        value: F::Of<f64>,
+    ) -> std::result::Result<F::Of<f64>, F::Of<f64>>
+    where
+        F::Of<f64>: Sized,
+    {
+        Ok(value)
     }
     const EPS: f64 = f64::EPSILON;
     #[inline(always)]

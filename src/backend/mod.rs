@@ -1,14 +1,26 @@
 //! Compute backends behind the spaces and operators: host (rayon) and CUDA.
 //!
-//! Spaces and operators dispatch on where an element's data lives; solvers never see this module.
+//! Each backend's tensor type implements the traits below — [`BackendStorage`] (vector-space
+//! operations), [`PointwiseBackend`] (the [`op`] tables), [`StencilBackend`] (the default
+//! operators' stencils) and [`DeviceBackend`] (construction on a device) — so that the stand-in
+//! that replaces the CUDA backend when the crate is built without the `cuda` feature is checked
+//! by the compiler against the real one. [`crate::storage::Storage`] owns every match between
+//! the backends; spaces, operators and solvers never see this module.
 
 pub(crate) mod host;
+pub(crate) mod op;
 
 #[cfg(feature = "cuda")]
 pub(crate) mod cuda;
 #[cfg(not(feature = "cuda"))]
 #[path = "cuda_stub.rs"]
 pub(crate) mod cuda;
+
+use ndarray::{ArrayD, ArrayViewD};
+
+pub(crate) use op::{Map2Op, MapOp};
+
+use crate::{Device, Result, Scalar};
 
 /// Elementwise operation `out = op(x, y)`.
 #[derive(Clone, Copy, Debug)]
@@ -30,57 +42,6 @@ pub(crate) enum Unary<T> {
     Abs,
 }
 
-/// Elementwise maps `out = f(x)` with up to two scalar parameters `a`, `b` (the public
-/// [`Pointwise`](crate::Pointwise) operations). The discriminant is the opcode of
-/// `kernels/pointwise.cu`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(i32)]
-pub(crate) enum MapOp {
-    /// `x + a`
-    AddScalar = 0,
-    /// `max(x, a)`
-    MaxScalar = 1,
-    /// `min(x, a)`
-    MinScalar = 2,
-    /// `min(max(x, a), b)`
-    Clamp = 3,
-    /// `√x`
-    Sqrt = 4,
-    /// `eˣ`
-    Exp = 5,
-    /// `ln x`
-    Log = 6,
-    /// `-1, 0, 1` (NaN stays NaN)
-    Sign = 7,
-    /// `x²`
-    Square = 8,
-    /// `1 / x`
-    Recip = 9,
-    /// `sign(x) max(|x| − a, 0)`
-    SoftThreshold = 10,
-    /// `xᵃ`
-    Pow = 11,
-    /// Huber function of `|x|` with parameter `a`
-    Huber = 12,
-}
-
-/// Elementwise maps `out = f(x, y)` of two tensors (the public [`Pointwise2`](crate::Pointwise2)
-/// operations). The discriminant is the opcode of `kernels/pointwise.cu`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(i32)]
-pub(crate) enum Map2Op {
-    /// `max(x, y)`
-    Max = 0,
-    /// `min(x, y)`
-    Min = 1,
-    /// `x / y` where `y ≠ 0`, else 0
-    DivOrZero = 2,
-    /// `x ln y`, 0 where `x = 0`
-    XLogY = 3,
-    /// `x ln(x/y) − x + y` (scipy's `kl_div`)
-    KlDiv = 4,
-}
-
 /// Reductions over one or two tensors, accumulated in f64 (unweighted).
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Reduction {
@@ -94,48 +55,71 @@ pub(crate) enum Reduction {
     Sum,
 }
 
-pub(crate) fn cuda_check_available(id: usize) -> crate::Result<()> {
-    cuda::check_available(id)
+/// A tensor of one backend: its vector-space operations. Operands are tensors of the same
+/// backend, device and length (the callers check shapes against the space first).
+pub(crate) trait BackendStorage<T: Scalar>: Sized {
+    /// The device the data lives on.
+    fn device(&self) -> Device;
+    /// The tensor shape.
+    fn shape(&self) -> &[usize];
+    /// A deep copy on the same device.
+    fn try_clone(&self) -> Result<Self>;
+    /// A copy in host memory.
+    fn to_host(&self) -> Result<ArrayD<T>>;
+    /// `self = op(x, y)` elementwise.
+    fn binary(&mut self, op: Binary<T>, x: &Self, y: &Self) -> Result<()>;
+    /// `self = a x + b self`.
+    fn axpby(&mut self, a: T, x: &Self, b: T) -> Result<()>;
+    /// `self = op(x)` elementwise.
+    fn unary(&mut self, op: Unary<T>, x: &Self) -> Result<()>;
+    /// Sets every entry to `v`.
+    fn fill(&mut self, v: T) -> Result<()>;
+    /// `self *= s`.
+    fn scale_inplace(&mut self, s: T) -> Result<()>;
+    /// Unweighted reduction accumulated in f64 (`y` is ignored by `NormSq` and `Sum`).
+    fn reduce(&self, op: Reduction, y: &Self) -> Result<f64>;
 }
 
-/// Waits until all work queued on CUDA device `id` has finished.
-#[cfg(feature = "cuda")]
-pub(crate) fn cuda_synchronize(id: usize) -> crate::Result<()> {
-    cuda::device_ctx(id)?.synchronize()
+/// The pointwise maps of the [`op`] tables.
+pub(crate) trait PointwiseBackend<T: Scalar>: BackendStorage<T> {
+    /// `self = f(x)` elementwise, `f` given by `op` and its parameters `p`.
+    fn map(&mut self, op: MapOp, p: [T; 2], x: &Self) -> Result<()>;
+    /// `self = f(self)` elementwise.
+    fn map_inplace(&mut self, op: MapOp, p: [T; 2]) -> Result<()>;
+    /// `self = f(x, y)` elementwise.
+    fn map2(&mut self, op: Map2Op, x: &Self, y: &Self) -> Result<()>;
 }
 
-/// Runs `f` between two timing events recorded on device `id`'s stream and returns the GPU time
-/// between them in milliseconds.
-#[cfg(feature = "cuda")]
-pub(crate) fn cuda_time(id: usize, f: &mut dyn FnMut() -> crate::Result<()>) -> crate::Result<f64> {
-    use cudarc::driver::sys::CUevent_flags;
-    let ctx = cuda::device_ctx(id)?;
-    let stream = ctx.stream();
-    let ev = |what| {
-        stream
-            .record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
-            .map_err(cuda::driver_err(what))
-    };
-    let start = ev("recording a timing event")?;
-    f()?;
-    let end = ev("recording a timing event")?;
-    end.synchronize()
-        .map_err(cuda::driver_err("waiting for a timing event"))?;
-    start
-        .elapsed_ms(&end)
-        .map(f64::from)
-        .map_err(cuda::driver_err("reading a timing event"))
+/// The stencils of the default operators. `w` are per-axis weights (`1/h` for the differences,
+/// `1/h²` for the Laplacian).
+pub(crate) trait StencilBackend<T: Scalar>: BackendStorage<T> {
+    /// Forward differences with zero padding: `outs[k] = (x[i + e_k] − x[i]) · w[k]`.
+    fn gradient(&self, outs: &mut [&mut Self], w: &[f64]) -> Result<()>;
+    /// Backward differences: `out = Σ_k (g_k[i] − g_k[i − e_k]) · w[k]`.
+    fn divergence(parts: &[&Self], out: &mut Self, w: &[f64]) -> Result<()>;
+    /// `out = centre · x + Σ_k (x[i + e_k] + x[i − e_k]) · w[k]`, zero padded.
+    fn laplacian(&self, out: &mut Self, w: &[f64], centre: f64) -> Result<()>;
+    /// `out[i] = ‖(parts[0][i], parts[1][i], …)‖_p`.
+    fn pointwise_norm(parts: &[&Self], out: &mut Self, exponent: f64) -> Result<()>;
 }
 
-#[cfg(not(feature = "cuda"))]
-pub(crate) fn cuda_synchronize(id: usize) -> crate::Result<()> {
-    cuda::check_available(id)
+/// Making tensors on a device of this backend (`id`: the device ordinal; the host has one).
+pub(crate) trait DeviceBackend<T: Scalar>: BackendStorage<T> {
+    /// A copy of host data on device `id`.
+    fn from_host(id: usize, a: ArrayViewD<'_, T>) -> Result<Self>;
+    /// A tensor of zeros on device `id`.
+    fn zeros(id: usize, shape: &[usize]) -> Result<Self>;
+    /// A copy on device `id` of the same backend.
+    fn to_device(&self, id: usize) -> Result<Self>;
 }
 
-#[cfg(not(feature = "cuda"))]
-pub(crate) fn cuda_time(
-    id: usize,
-    _f: &mut dyn FnMut() -> crate::Result<()>,
-) -> crate::Result<f64> {
-    cuda::check_available(id).map(|_| 0.0)
+/// Device-wide calls of a backend: availability, synchronisation, timing.
+pub(crate) trait Runtime {
+    /// Errors unless device `id` can be used (never panics).
+    fn check_available(id: usize) -> Result<()>;
+    /// Waits until all work queued on device `id` has finished.
+    fn synchronize(id: usize) -> Result<()>;
+    /// Runs `f` between two timing events on device `id` and returns the device time between
+    /// them in milliseconds.
+    fn time(id: usize, f: &mut dyn FnMut() -> Result<()>) -> Result<f64>;
 }

@@ -19,8 +19,8 @@ use rand_distr::StandardNormal;
 pub use partition::UniformPartition;
 pub use pointwise::{Pointwise, Pointwise2};
 
-use crate::backend::cuda::DeviceTensor;
 use crate::element::ElementKind;
+use crate::storage::Storage;
 use crate::{Device, Element, Error, Result, Scalar};
 
 /// A vector space whose elements rodl operators map between.
@@ -327,16 +327,7 @@ impl<T: Scalar> Space<T> {
     /// An element filled with `value`.
     pub fn full(&self, value: T) -> Result<Element<T>> {
         match &*self.inner {
-            SpaceKind::Tensor(t) => match t.device {
-                Device::Cpu => Ok(Element::host(ArrayD::from_elem(IxDyn(&t.shape), value))),
-                Device::Cuda(id) => {
-                    let mut d = DeviceTensor::zeros(id, &t.shape)?;
-                    if value != T::zero() {
-                        d.fill(value)?;
-                    }
-                    Ok(Element::cuda(d))
-                }
-            },
+            SpaceKind::Tensor(t) => Ok(Element::tensor(Storage::full(t.device, &t.shape, value)?)),
             SpaceKind::Product(p) => Ok(Element::product(
                 p.iter().map(|s| s.full(value)).collect::<Result<_>>()?,
             )),
@@ -359,10 +350,7 @@ impl<T: Scalar> Space<T> {
         if data.shape() != t.shape.as_slice() {
             return Err(Error::shape("Space::element", &t.shape, data.shape()));
         }
-        match t.device {
-            Device::Cpu => Ok(Element::host(data)),
-            Device::Cuda(id) => Ok(Element::cuda(DeviceTensor::from_host(id, data.view())?)),
-        }
+        Ok(Element::tensor(Storage::from_host(t.device, data)?))
     }
 
     /// An element from a flat vector in C order.
@@ -420,10 +408,7 @@ impl<T: Scalar> Space<T> {
     /// Whether `x` has this space's structure, shape and device.
     pub fn contains(&self, x: &Element<T>) -> bool {
         match (&*self.inner, &x.kind) {
-            (SpaceKind::Tensor(t), ElementKind::Host(a)) => {
-                t.device == Device::Cpu && a.shape() == t.shape.as_slice()
-            }
-            (SpaceKind::Tensor(t), ElementKind::Cuda(d)) => {
+            (SpaceKind::Tensor(t), ElementKind::Tensor(d)) => {
                 t.device == d.device() && d.shape() == t.shape.as_slice()
             }
             (SpaceKind::Product(p), ElementKind::Product(e)) => {

@@ -2,162 +2,31 @@
 //! on every device and recursively over product-space parts.
 
 use super::Space;
-use crate::backend::{host, Map2Op, MapOp};
+use crate::backend::{Map2Op, MapOp};
 use crate::element::ElementKind;
 use crate::{Element, Error, Result, Scalar};
 
-/// An elementwise function of one element, for [`Space::pointwise`] and
-/// [`Space::pointwise_inplace`].
-///
-/// The functions follow IEEE arithmetic (`Sqrt` of a negative number is NaN, `Recip` of 0 is ∞,
-/// `Log` of 0 is −∞); `MaxScalar`, `MinScalar` and `Clamp` ignore a NaN operand as `f64::max`
-/// does. On a GPU the arithmetic operations give the host's results exactly; `Exp`, `Log` and
-/// `Pow` agree to a few units in the last place.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Pointwise<T> {
-    /// `x + a`.
-    AddScalar(T),
-    /// `max(x, a)`.
-    MaxScalar(T),
-    /// `min(x, a)`.
-    MinScalar(T),
-    /// `min(max(x, lo), hi)`, the projection onto `[lo, hi]` (needs `lo ≤ hi`; infinite bounds
-    /// are allowed).
-    Clamp(T, T),
-    /// `√x`.
-    Sqrt,
-    /// `eˣ`.
-    Exp,
-    /// The natural logarithm `ln x`.
-    Log,
-    /// The sign: 1 for `x > 0`, −1 for `x < 0`, `x` itself for ±0 and NaN.
-    Sign,
-    /// `x²`.
-    Square,
-    /// `1 / x`.
-    Recip,
-    /// Soft thresholding `sign(x) · max(|x| − t, 0)` (needs `t ≥ 0`): the proximal operator of
-    /// `t |·|`.
-    SoftThreshold(T),
-    /// `xᵃ` (`powf`).
-    Pow(T),
-    /// The Huber function of `|x|` with parameter `γ > 0`: `x²/(2γ)` for `|x| ≤ γ`,
-    /// `|x| − γ/2` beyond.
-    Huber(T),
+pub use crate::backend::op::{Pointwise, Pointwise2};
+
+fn structure_mix() -> Error {
+    Error::invalid("pointwise operation: operands of different structure")
 }
 
-/// An elementwise function of two elements, for [`Space::pointwise2`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Pointwise2 {
-    /// `max(x, y)`.
-    Max,
-    /// `min(x, y)`.
-    Min,
-    /// `x / y` where `y ≠ 0`, 0 where `y = 0`.
-    DivOrZero,
-    /// `x · ln y`, with 0 where `x = 0` (whatever `y`).
-    XLogY,
-    /// The Kullback–Leibler term `x ln(x/y) − x + y` for `x, y > 0`; `y` where `x = 0 ≤ y`;
-    /// `+∞` otherwise (SciPy's `kl_div`).
-    KlDiv,
-}
-
-impl<T: Scalar> Pointwise<T> {
-    /// The backend opcode and parameters, after checking the parameters.
-    fn lower(self) -> Result<(MapOp, T, T)> {
-        let z = T::zero();
-        Ok(match self {
-            Pointwise::AddScalar(a) => (MapOp::AddScalar, a, z),
-            Pointwise::MaxScalar(a) => (MapOp::MaxScalar, a, z),
-            Pointwise::MinScalar(a) => (MapOp::MinScalar, a, z),
-            Pointwise::Clamp(lo, hi) => {
-                if !(lo <= hi) {
-                    return Err(Error::invalid(format!(
-                        "Pointwise::Clamp needs lo <= hi, got [{lo}, {hi}]"
-                    )));
-                }
-                (MapOp::Clamp, lo, hi)
-            }
-            Pointwise::Sqrt => (MapOp::Sqrt, z, z),
-            Pointwise::Exp => (MapOp::Exp, z, z),
-            Pointwise::Log => (MapOp::Log, z, z),
-            Pointwise::Sign => (MapOp::Sign, z, z),
-            Pointwise::Square => (MapOp::Square, z, z),
-            Pointwise::Recip => (MapOp::Recip, z, z),
-            Pointwise::SoftThreshold(t) => {
-                if !(t >= z) {
-                    return Err(Error::invalid(format!(
-                        "Pointwise::SoftThreshold needs a threshold >= 0, got {t}"
-                    )));
-                }
-                (MapOp::SoftThreshold, t, z)
-            }
-            Pointwise::Pow(p) => (MapOp::Pow, p, z),
-            Pointwise::Huber(g) => {
-                if !(g > z && g.is_finite()) {
-                    return Err(Error::invalid(format!(
-                        "Pointwise::Huber needs a finite parameter > 0, got {g}"
-                    )));
-                }
-                (MapOp::Huber, g, z)
-            }
-        })
-    }
-}
-
-impl Pointwise2 {
-    fn lower(self) -> Map2Op {
-        match self {
-            Pointwise2::Max => Map2Op::Max,
-            Pointwise2::Min => Map2Op::Min,
-            Pointwise2::DivOrZero => Map2Op::DivOrZero,
-            Pointwise2::XLogY => Map2Op::XLogY,
-            Pointwise2::KlDiv => Map2Op::KlDiv,
-        }
-    }
-}
-
-fn device_mix() -> Error {
-    Error::DeviceMismatch {
-        context: "pointwise operation".into(),
-        expected: "all operands on one device".into(),
-        got: "operands on different devices".into(),
-    }
-}
-
-fn slice<T: Scalar>(a: &ndarray::ArrayD<T>) -> Result<&[T]> {
-    a.as_slice()
-        .ok_or_else(|| Error::invalid("element data is not contiguous"))
-}
-
-fn slice_mut<T: Scalar>(a: &mut ndarray::ArrayD<T>) -> Result<&mut [T]> {
-    a.as_slice_mut()
-        .ok_or_else(|| Error::invalid("element data is not contiguous"))
-}
-
-fn map_rec<T: Scalar>(op: MapOp, a: T, b: T, x: &Element<T>, out: &mut Element<T>) -> Result<()> {
+fn map_rec<T: Scalar>(op: MapOp, p: [T; 2], x: &Element<T>, out: &mut Element<T>) -> Result<()> {
     match (&x.kind, &mut out.kind) {
         (ElementKind::Product(xs), ElementKind::Product(os)) => xs
             .iter()
             .zip(os.iter_mut())
-            .try_for_each(|(x, o)| map_rec(op, a, b, x, o)),
-        (ElementKind::Host(xa), ElementKind::Host(oa)) => {
-            host::map(op, a, b, slice(xa)?, slice_mut(oa)?);
-            Ok(())
-        }
-        (ElementKind::Cuda(xa), ElementKind::Cuda(oa)) => oa.map(op, a, b, xa),
-        _ => Err(device_mix()),
+            .try_for_each(|(x, o)| map_rec(op, p, x, o)),
+        (ElementKind::Tensor(xa), ElementKind::Tensor(oa)) => oa.map(op, p, xa),
+        _ => Err(structure_mix()),
     }
 }
 
-fn map_inplace_rec<T: Scalar>(op: MapOp, a: T, b: T, x: &mut Element<T>) -> Result<()> {
+fn map_inplace_rec<T: Scalar>(op: MapOp, p: [T; 2], x: &mut Element<T>) -> Result<()> {
     match &mut x.kind {
-        ElementKind::Product(xs) => xs.iter_mut().try_for_each(|x| map_inplace_rec(op, a, b, x)),
-        ElementKind::Host(xa) => {
-            host::map_inplace(op, a, b, slice_mut(xa)?);
-            Ok(())
-        }
-        ElementKind::Cuda(xa) => xa.map_inplace(op, a, b),
+        ElementKind::Product(xs) => xs.iter_mut().try_for_each(|x| map_inplace_rec(op, p, x)),
+        ElementKind::Tensor(xa) => xa.map_inplace(op, p),
     }
 }
 
@@ -173,14 +42,10 @@ fn map2_rec<T: Scalar>(
             .zip(ys)
             .zip(os.iter_mut())
             .try_for_each(|((x, y), o)| map2_rec(op, x, y, o)),
-        (ElementKind::Host(xa), ElementKind::Host(ya), ElementKind::Host(oa)) => {
-            host::map_binary(op, slice(xa)?, slice(ya)?, slice_mut(oa)?);
-            Ok(())
-        }
-        (ElementKind::Cuda(xa), ElementKind::Cuda(ya), ElementKind::Cuda(oa)) => {
+        (ElementKind::Tensor(xa), ElementKind::Tensor(ya), ElementKind::Tensor(oa)) => {
             oa.map2(op, xa, ya)
         }
-        _ => Err(device_mix()),
+        _ => Err(structure_mix()),
     }
 }
 
@@ -199,10 +64,10 @@ impl<T: Scalar> Space<T> {
     /// # Ok::<(), rodl::Error>(())
     /// ```
     pub fn pointwise(&self, op: Pointwise<T>, x: &Element<T>, out: &mut Element<T>) -> Result<()> {
-        let (code, a, b) = op.lower()?;
+        let (code, p) = op.lower()?;
         self.check_member(x, "pointwise")?;
         self.check_member(out, "pointwise")?;
-        map_rec(code, a, b, x, out)
+        map_rec(code, p, x, out)
     }
 
     /// `x = op(x)` elementwise, in place.
@@ -216,9 +81,9 @@ impl<T: Scalar> Space<T> {
     /// # Ok::<(), rodl::Error>(())
     /// ```
     pub fn pointwise_inplace(&self, op: Pointwise<T>, x: &mut Element<T>) -> Result<()> {
-        let (code, a, b) = op.lower()?;
+        let (code, p) = op.lower()?;
         self.check_member(x, "pointwise_inplace")?;
-        map_inplace_rec(code, a, b, x)
+        map_inplace_rec(code, p, x)
     }
 
     /// `out = op(x, y)` elementwise (over all parts of a product space).

@@ -2,26 +2,14 @@
 //! to the backend of the space's device.
 
 use super::{Space, SpaceKind};
-use crate::backend::{host, Binary, Reduction, Unary};
+use crate::backend::{Binary, Reduction, Unary};
 use crate::element::ElementKind;
 use crate::{Element, Error, Result, Scalar};
 
-fn device_mix() -> Error {
-    Error::DeviceMismatch {
-        context: "vector operation".into(),
-        expected: "all operands on one device".into(),
-        got: "operands on different devices".into(),
-    }
-}
-
-fn slice<T: Scalar>(a: &ndarray::ArrayD<T>) -> Result<&[T]> {
-    a.as_slice()
-        .ok_or_else(|| Error::invalid("element data is not contiguous"))
-}
-
-fn slice_mut<T: Scalar>(a: &mut ndarray::ArrayD<T>) -> Result<&mut [T]> {
-    a.as_slice_mut()
-        .ok_or_else(|| Error::invalid("element data is not contiguous"))
+/// Operands whose structure differs from their space's (checked before, so only reachable
+/// through a product element whose parts were replaced).
+fn structure_mix() -> Error {
+    Error::invalid("vector operation: operands of different structure")
 }
 
 impl<T: Scalar> Space<T> {
@@ -38,14 +26,10 @@ impl<T: Scalar> Space<T> {
         out: &mut Element<T>,
     ) -> Result<()> {
         match (&x.kind, &y.kind, &mut out.kind) {
-            (ElementKind::Host(a), ElementKind::Host(b), ElementKind::Host(o)) => {
-                host::binary(op, slice(a)?, slice(b)?, slice_mut(o)?);
-                Ok(())
-            }
-            (ElementKind::Cuda(a), ElementKind::Cuda(b), ElementKind::Cuda(o)) => {
+            (ElementKind::Tensor(a), ElementKind::Tensor(b), ElementKind::Tensor(o)) => {
                 o.binary(op, a, b)
             }
-            _ => Err(device_mix()),
+            _ => Err(structure_mix()),
         }
     }
 
@@ -93,12 +77,8 @@ impl<T: Scalar> Space<T> {
                 }
                 Ok(())
             }
-            (ElementKind::Host(a), ElementKind::Host(o)) => {
-                host::unary(op, slice(a)?, slice_mut(o)?);
-                Ok(())
-            }
-            (ElementKind::Cuda(a), ElementKind::Cuda(o)) => o.unary(op, a),
-            _ => Err(device_mix()),
+            (ElementKind::Tensor(a), ElementKind::Tensor(o)) => o.unary(op, a),
+            _ => Err(structure_mix()),
         }
     }
 
@@ -111,13 +91,10 @@ impl<T: Scalar> Space<T> {
                 }
                 Ok(acc)
             }
-            (SpaceKind::Tensor(t), ElementKind::Host(a), ElementKind::Host(b)) => {
-                Ok(t.weight * host::reduce(op, slice(a)?, slice(b)?))
-            }
-            (SpaceKind::Tensor(t), ElementKind::Cuda(a), ElementKind::Cuda(b)) => {
+            (SpaceKind::Tensor(t), ElementKind::Tensor(a), ElementKind::Tensor(b)) => {
                 Ok(t.weight * a.reduce(op, b)?)
             }
-            _ => Err(device_mix()),
+            _ => Err(structure_mix()),
         }
     }
 
@@ -157,12 +134,8 @@ impl<T: Scalar> Space<T> {
                 }
                 Ok(())
             }
-            (ElementKind::Host(xa), ElementKind::Host(ya)) => {
-                host::axpby(a, slice(xa)?, b, slice_mut(ya)?);
-                Ok(())
-            }
-            (ElementKind::Cuda(xa), ElementKind::Cuda(ya)) => ya.axpby(a, xa, b),
-            _ => Err(device_mix()),
+            (ElementKind::Tensor(xa), ElementKind::Tensor(ya)) => ya.axpby(a, xa, b),
+            _ => Err(structure_mix()),
         }
     }
 
@@ -175,11 +148,7 @@ impl<T: Scalar> Space<T> {
     fn scale_rec(a: T, x: &mut Element<T>) -> Result<()> {
         match &mut x.kind {
             ElementKind::Product(xs) => xs.iter_mut().try_for_each(|x| Self::scale_rec(a, x)),
-            ElementKind::Host(xa) => {
-                host::scale_inplace(a, slice_mut(xa)?);
-                Ok(())
-            }
-            ElementKind::Cuda(xa) => xa.scale_inplace(a),
+            ElementKind::Tensor(xa) => xa.scale_inplace(a),
         }
     }
 
@@ -209,11 +178,7 @@ impl<T: Scalar> Space<T> {
     fn fill_rec(x: &mut Element<T>, value: T) -> Result<()> {
         match &mut x.kind {
             ElementKind::Product(xs) => xs.iter_mut().try_for_each(|x| Self::fill_rec(x, value)),
-            ElementKind::Host(xa) => {
-                xa.fill(value);
-                Ok(())
-            }
-            ElementKind::Cuda(xa) => xa.fill(value),
+            ElementKind::Tensor(xa) => xa.fill(value),
         }
     }
 

@@ -1,7 +1,7 @@
-//! The ray transform on a CUDA GPU (crate feature `cuda`): the Joseph model of the CPU projector
-//! in `kernels/ray_joseph.cu`, with its exact transpose.
+//! The ray transform's kernels on a CUDA GPU (crate feature `cuda`): the Joseph model of the CPU
+//! projector in `kernels/ray_joseph.cu`, with its exact transpose. Used by the CUDA
+//! [`Projector`](super::projector::Projector).
 
-use std::any::TypeId;
 use std::sync::Arc;
 
 use cudarc::driver::sys::CUfunction_attribute;
@@ -9,11 +9,12 @@ use cudarc::driver::{CudaSlice, DeviceRepr, LaunchConfig, PushKernelArg};
 
 use super::cpu::ray::Grid;
 use super::geometry::{Beam, VecGeometry};
-use crate::backend::cuda::{device_ctx, driver_err, DeviceCtx, KernelSource};
-use crate::{Error, Result, Scalar};
+use crate::backend::cuda::{device_ctx, driver_err, DeviceCtx, DeviceTensor, KernelSource};
+use crate::{Error, Result};
 
 const RAY: KernelSource = KernelSource {
     name: "ray_joseph",
+    prelude: &[],
     code: include_str!("../../kernels/ray_joseph.cu"),
     options: &["--fmad=false", "--std=c++17"],
 };
@@ -71,30 +72,6 @@ pub(crate) struct CudaRay {
     ctx: Arc<DeviceCtx>,
     views: CudaSlice<f64>,
     params: RayParams,
-}
-
-/// `&CudaSlice<T>` as `&CudaSlice<f32>` when `T = f32`.
-pub(crate) fn as_f32<T: Scalar>(s: &CudaSlice<T>) -> Result<&CudaSlice<f32>> {
-    if TypeId::of::<T>() != TypeId::of::<f32>() {
-        return Err(Error::Unsupported(format!(
-            "the CUDA ray transform computes in f32, not {}",
-            T::NAME
-        )));
-    }
-    // SAFETY: T is f32, so the two types are the same.
-    Ok(unsafe { &*(s as *const CudaSlice<T> as *const CudaSlice<f32>) })
-}
-
-/// `&mut CudaSlice<T>` as `&mut CudaSlice<f32>` when `T = f32`.
-pub(crate) fn as_f32_mut<T: Scalar>(s: &mut CudaSlice<T>) -> Result<&mut CudaSlice<f32>> {
-    if TypeId::of::<T>() != TypeId::of::<f32>() {
-        return Err(Error::Unsupported(format!(
-            "the CUDA ray transform computes in f32, not {}",
-            T::NAME
-        )));
-    }
-    // SAFETY: T is f32, so the two types are the same.
-    Ok(unsafe { &mut *(s as *mut CudaSlice<T> as *mut CudaSlice<f32>) })
 }
 
 impl Drop for CudaRay {
@@ -318,7 +295,12 @@ impl CudaRay {
     ///   atomically into the zeroed sinogram. With fewer rows `joseph_forward3_i32_f32`, one
     ///   thread per ray.
     /// - Otherwise (64-bit indices): `joseph_forward_f32`, one thread per ray.
-    pub(crate) fn forward(&self, vol: &CudaSlice<f32>, sino: &mut CudaSlice<f32>) -> Result<()> {
+    pub(crate) fn forward(
+        &self,
+        vol: &DeviceTensor<f32>,
+        sino: &mut DeviceTensor<f32>,
+    ) -> Result<()> {
+        let (vol, sino) = (vol.slice(), sino.slice_mut());
         let rays = self.rays();
         match (self.params.ndim, self.fits_i32()) {
             (2, true) => {
@@ -353,7 +335,12 @@ impl CudaRay {
     ///   atomics, each touched voxel once; other warps merge neighbouring rows' shared taps
     ///   and scatter with scalar atomics.
     /// - Otherwise: `joseph_backward_atomic_f32`, one thread per ray, 64-bit indices.
-    pub(crate) fn transpose(&self, sino: &CudaSlice<f32>, vol: &mut CudaSlice<f32>) -> Result<()> {
+    pub(crate) fn transpose(
+        &self,
+        sino: &DeviceTensor<f32>,
+        vol: &mut DeviceTensor<f32>,
+    ) -> Result<()> {
+        let (sino, vol) = (sino.slice(), vol.slice_mut());
         self.ctx
             .stream()
             .memset_zeros(vol)

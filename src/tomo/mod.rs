@@ -5,9 +5,13 @@ mod backend;
 mod cpu;
 #[cfg(feature = "cuda")]
 mod cuda;
+#[cfg(not(feature = "cuda"))]
+#[path = "cuda_stub.rs"]
+mod cuda;
 pub mod fbp;
 pub mod geometry;
 pub mod phantom;
+mod projector;
 mod ray_transform;
 
 pub use backend::{Backend, CpuOptions, CudaOptions};

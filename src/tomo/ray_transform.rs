@@ -3,27 +3,20 @@
 use std::sync::Arc;
 
 use super::backend::Backend;
-use super::cpu::joseph;
 use super::cpu::ray::Grid;
 use super::geometry::Geometry;
+use super::projector::{self, Projector};
 use crate::operator::NormCache;
-use crate::{Device, Element, Error, Result, Scalar, Space};
+use crate::{Device, Element, Error, Result, Scalar, Space, UniformPartition};
 
 struct Inner<T: Scalar> {
     domain: Space<T>,
     range: Space<T>,
     geometry: Geometry,
-    grid: Grid,
-    exec: Exec,
+    projector: Box<dyn Projector<T>>,
     /// `w_range / w_domain`: the factor turning the transpose into the weighted adjoint.
     adjoint_scale: f64,
     norm: NormCache,
-}
-
-enum Exec {
-    Cpu(Arc<rayon::ThreadPool>),
-    #[cfg(feature = "cuda")]
-    Cuda(super::cuda::CudaRay),
 }
 
 /// The ray transform `A`: a volume ↦ its line integrals (world units) along the rays of a
@@ -72,93 +65,25 @@ impl<T: Scalar> RayTransform<T> {
                 geometry.ndim()
             )));
         }
-        let mut grid = Grid {
-            shape: [1; 3],
-            min: [0.0; 3],
-            h: [1.0; 3],
-            inv_h: [1.0; 3],
-        };
-        for k in 0..part.ndim() {
-            grid.shape[k] = part.shape()[k];
-            grid.min[k] = part.min_pt()[k];
-            grid.h[k] = part.cell_side(k);
-            grid.inv_h[k] = 1.0 / grid.h[k];
-        }
+        let grid = grid_of(part);
         let range = Space::<T>::from_partition(geometry.data_partition().clone());
         let range = if domain.device() == Device::Cpu {
             range
         } else {
             range.with_device(domain.device())?
         };
-        let exec = match &backend {
-            Backend::Cpu(opts) => {
-                if domain.device() != Device::Cpu {
-                    return Err(Error::DeviceMismatch {
-                        context: "RayTransform: CPU backend".into(),
-                        expected: "cpu".into(),
-                        got: domain.device().to_string(),
-                    });
-                }
-                let mut b = rayon::ThreadPoolBuilder::new();
-                if let Some(n) = opts.threads {
-                    if n == 0 {
-                        return Err(Error::invalid("CPU backend: threads must be at least 1"));
-                    }
-                    b = b.num_threads(n);
-                }
-                let pool = b
-                    .build()
-                    .map_err(|e| Error::invalid(format!("cannot start the thread pool: {e}")))?;
-                Exec::Cpu(Arc::new(pool))
-            }
-            Backend::Cuda(opts) => {
-                if let Device::Cuda(d) = domain.device() {
-                    if d != opts.device {
-                        return Err(Error::DeviceMismatch {
-                            context: "RayTransform: CUDA options vs domain".into(),
-                            expected: format!("cuda:{d}"),
-                            got: format!("cuda:{}", opts.device),
-                        });
-                    }
-                }
-                Device::Cuda(opts.device).check_available()?;
-                Self::cuda_exec(opts.device, &geometry, &grid)?
-            }
-        };
+        let projector = projector::build::<T>(&backend, domain.device(), geometry.vec(), &grid)?;
         let adjoint_scale = range.weight()? / domain.weight()?;
         Ok(Self {
             inner: Arc::new(Inner {
                 domain,
                 range,
                 geometry,
-                grid,
-                exec,
+                projector,
                 adjoint_scale,
                 norm: NormCache::new(),
             }),
         })
-    }
-
-    #[cfg(feature = "cuda")]
-    fn cuda_exec(id: usize, geometry: &Geometry, grid: &Grid) -> Result<Exec> {
-        if std::any::TypeId::of::<T>() != std::any::TypeId::of::<f32>() {
-            return Err(Error::Unsupported(format!(
-                "the CUDA ray transform computes in f32, not {}",
-                T::NAME
-            )));
-        }
-        Ok(Exec::Cuda(super::cuda::CudaRay::new(
-            id,
-            geometry.vec(),
-            grid,
-        )?))
-    }
-
-    #[cfg(not(feature = "cuda"))]
-    fn cuda_exec(_id: usize, _geometry: &Geometry, _grid: &Grid) -> Result<Exec> {
-        Err(Error::CudaUnavailable(
-            "rodl was built without the `cuda` feature (rebuild with `--features cuda`)".into(),
-        ))
     }
 
     /// The geometry.
@@ -167,71 +92,35 @@ impl<T: Scalar> RayTransform<T> {
     }
 }
 
+/// The projectors' grid of a partition (padded to three axes).
+fn grid_of(part: &UniformPartition) -> Grid {
+    let mut grid = Grid {
+        shape: [1; 3],
+        min: [0.0; 3],
+        h: [1.0; 3],
+        inv_h: [1.0; 3],
+    };
+    for k in 0..part.ndim() {
+        grid.shape[k] = part.shape()[k];
+        grid.min[k] = part.min_pt()[k];
+        grid.h[k] = part.cell_side(k);
+        grid.inv_h[k] = 1.0 / grid.h[k];
+    }
+    grid
+}
+
 impl<T: Scalar> Inner<T> {
     fn forward(&self, x: &Element<T>, out: &mut Element<T>) -> Result<()> {
-        match &self.exec {
-            Exec::Cpu(pool) => {
-                let vol = x.as_slice()?;
-                let sino = out.as_slice_mut()?;
-                pool.install(|| joseph::forward(self.geometry.vec(), &self.grid, vol, sino));
-                Ok(())
-            }
-            #[cfg(feature = "cuda")]
-            Exec::Cuda(c) => gpu_apply(c, x, out, false),
-        }
+        let vol = x.storage("RayTransform: volume")?;
+        let sino = out.storage_mut("RayTransform: sinogram")?;
+        self.projector.forward(vol, sino)
     }
 
     fn backward(&self, y: &Element<T>, out: &mut Element<T>) -> Result<()> {
-        match &self.exec {
-            Exec::Cpu(pool) => {
-                let sino = y.as_slice()?;
-                let vol = out.as_slice_mut()?;
-                let tasks = 2 * pool.current_num_threads();
-                pool.install(|| {
-                    joseph::transpose(self.geometry.vec(), &self.grid, sino, vol, tasks)
-                });
-            }
-            #[cfg(feature = "cuda")]
-            Exec::Cuda(c) => gpu_apply(c, y, out, true)?,
-        }
+        let sino = y.storage("RayTransform adjoint: sinogram")?;
+        let vol = out.storage_mut("RayTransform adjoint: volume")?;
+        self.projector.transpose(sino, vol)?;
         self.domain.scale(T::of(self.adjoint_scale), out)
-    }
-}
-
-/// Runs the GPU projector (`transpose`: the unscaled back-projection). Device elements stay on the
-/// device; host elements are copied in and the result copied out (ODL-compatible).
-#[cfg(feature = "cuda")]
-fn gpu_apply<T: Scalar>(
-    c: &super::cuda::CudaRay,
-    x: &Element<T>,
-    out: &mut Element<T>,
-    transpose: bool,
-) -> Result<()> {
-    use super::cuda::{as_f32, as_f32_mut};
-    use crate::backend::cuda::DeviceTensor;
-    use crate::element::ElementKind;
-    let run = |a: &DeviceTensor<T>, b: &mut DeviceTensor<T>| -> Result<()> {
-        let (a, b) = (as_f32(a.slice())?, as_f32_mut(b.slice_mut())?);
-        if transpose {
-            c.transpose(a, b)
-        } else {
-            c.forward(a, b)
-        }
-    };
-    match (&x.kind, &mut out.kind) {
-        (ElementKind::Cuda(a), ElementKind::Cuda(b)) => run(a, b),
-        (ElementKind::Host(a), ElementKind::Host(o)) => {
-            let dev_in = DeviceTensor::from_host(c.device(), a.view())?;
-            let mut dev_out = DeviceTensor::<T>::zeros(c.device(), o.shape())?;
-            run(&dev_in, &mut dev_out)?;
-            *o = dev_out.to_host()?;
-            Ok(())
-        }
-        _ => Err(Error::DeviceMismatch {
-            context: "RayTransform (CUDA)".into(),
-            expected: format!("cuda:{}", c.device()),
-            got: format!("{} and {}", x.device(), out.device()),
-        }),
     }
 }
 

@@ -3,7 +3,6 @@
 //!
 //! Everything here is created once per device and process ([`device_ctx`]) and then shared.
 
-use std::any::TypeId;
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -28,6 +27,7 @@ pub(crate) const BLOCK: u32 = 256;
 /// ```ignore
 /// const RAY: KernelSource = KernelSource {
 ///     name: "ray_parallel",
+///     prelude: &[],
 ///     code: include_str!("../../kernels/ray_parallel.cu"),
 ///     options: &[],
 /// };
@@ -37,6 +37,8 @@ pub(crate) const BLOCK: u32 = 256;
 pub(crate) struct KernelSource {
     /// Registry key and NVRTC program name (`<name>.cu` in compiler messages).
     pub name: &'static str,
+    /// Generated code compiled before `code` (e.g. the pointwise operations' table).
+    pub prelude: &'static [&'static str],
     /// The CUDA C++ source.
     pub code: &'static str,
     /// Extra NVRTC options (the target architecture is added automatically).
@@ -46,6 +48,7 @@ pub(crate) struct KernelSource {
 /// The elementwise vector operations and reductions.
 pub(crate) const VECTOR_OPS: KernelSource = KernelSource {
     name: "vector_ops",
+    prelude: &[],
     code: include_str!("../../../kernels/vector_ops.cu"),
     options: &["--fmad=false"],
 };
@@ -60,9 +63,9 @@ pub(crate) enum Dtype {
 impl Dtype {
     /// The dtype of `T`, or an error for scalar types other than `f32` and `f64`.
     pub(crate) fn of<T: Scalar>() -> Result<Self> {
-        if TypeId::of::<T>() == TypeId::of::<f32>() {
+        if T::as_f32_slice(&[]).is_some() {
             Ok(Dtype::F32)
-        } else if TypeId::of::<T>() == TypeId::of::<f64>() {
+        } else if T::NAME == "f64" {
             Ok(Dtype::F64)
         } else {
             Err(Error::Unsupported(format!(
@@ -81,15 +84,11 @@ impl Dtype {
     }
 }
 
-/// Reinterprets a slice of `A` as a slice of `B` when they are the same type.
-pub(crate) fn same_type_slice<A: 'static, B: 'static>(s: CudaSlice<A>) -> Option<CudaSlice<B>> {
-    if TypeId::of::<A>() != TypeId::of::<B>() {
-        return None;
-    }
-    let s = std::mem::ManuallyDrop::new(s);
-    // SAFETY: `A` and `B` are the same type, so `CudaSlice<A>` and `CudaSlice<B>` are too; the
-    // original is not dropped.
-    Some(unsafe { std::ptr::read(&*s as *const CudaSlice<A> as *const CudaSlice<B>) })
+/// The [`ScalarFamily`](crate::ScalarFamily) of device buffers.
+pub(crate) struct CudaSliceOf;
+
+impl crate::ScalarFamily for CudaSliceOf {
+    type Of<T: Scalar> = CudaSlice<T>;
 }
 
 /// Maps a driver error to [`Error::Cuda`], saying what was being done.
@@ -448,7 +447,8 @@ impl DeviceCtx {
             ..Default::default()
         };
         let ptx = guarded("NVRTC", || {
-            cudarc::nvrtc::compile_ptx_with_opts(src.code, opts)
+            let full: String = src.prelude.iter().copied().chain([src.code]).collect();
+            cudarc::nvrtc::compile_ptx_with_opts(full, opts)
         })?
         .map_err(|e| match e {
             CompileError::CompileError { log, options, .. } => Error::Cuda(format!(
@@ -521,8 +521,12 @@ impl DeviceCtx {
     pub(crate) fn alloc<T: Scalar>(&self, n: usize) -> Result<CudaSlice<T>> {
         let cast = || Error::Cuda("scalar type changed under a cast".into());
         match Dtype::of::<T>()? {
-            Dtype::F32 => same_type_slice(self.alloc_raw::<f32>(n)?).ok_or_else(cast),
-            Dtype::F64 => same_type_slice(self.alloc_raw::<f64>(n)?).ok_or_else(cast),
+            Dtype::F32 => {
+                T::cast_from_f32::<CudaSliceOf>(self.alloc_raw::<f32>(n)?).map_err(|_| cast())
+            }
+            Dtype::F64 => {
+                T::cast_from_f64::<CudaSliceOf>(self.alloc_raw::<f64>(n)?).map_err(|_| cast())
+            }
         }
     }
 

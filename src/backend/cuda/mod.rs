@@ -20,6 +20,7 @@
 //! ```ignore
 //! const RAY: KernelSource = KernelSource {
 //!     name: "ray_parallel",
+//!     prelude: &[],
 //!     code: include_str!("../../kernels/ray_parallel.cu"),
 //!     options: &[],
 //! };
@@ -51,8 +52,45 @@ pub(crate) use context::{
 };
 pub(crate) use tensor::DeviceTensor;
 
-/// Errors unless CUDA device `id` can be used: driver and NVRTC present, the ordinal exists,
-/// the context is created and the vector kernels compile. Never panics.
-pub(crate) fn check_available(id: usize) -> crate::Result<()> {
-    device_ctx(id).map(|_| ())
+/// The [`ScalarFamily`](crate::ScalarFamily) of device tensors (for
+/// [`Scalar::as_f32`](crate::Scalar::as_f32)).
+pub(crate) struct DeviceTensorOf;
+
+impl crate::ScalarFamily for DeviceTensorOf {
+    type Of<T: crate::Scalar> = DeviceTensor<T>;
+}
+
+/// The CUDA runtime calls.
+pub(crate) struct Cuda;
+
+impl super::Runtime for Cuda {
+    /// Errors unless CUDA device `id` can be used: driver and NVRTC present, the ordinal exists,
+    /// the context is created and the vector kernels compile. Never panics.
+    fn check_available(id: usize) -> crate::Result<()> {
+        device_ctx(id).map(|_| ())
+    }
+
+    fn synchronize(id: usize) -> crate::Result<()> {
+        device_ctx(id)?.synchronize()
+    }
+
+    fn time(id: usize, f: &mut dyn FnMut() -> crate::Result<()>) -> crate::Result<f64> {
+        use cudarc::driver::sys::CUevent_flags;
+        let ctx = device_ctx(id)?;
+        let stream = ctx.stream();
+        let ev = |what| {
+            stream
+                .record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+                .map_err(driver_err(what))
+        };
+        let start = ev("recording a timing event")?;
+        f()?;
+        let end = ev("recording a timing event")?;
+        end.synchronize()
+            .map_err(driver_err("waiting for a timing event"))?;
+        start
+            .elapsed_ms(&end)
+            .map(f64::from)
+            .map_err(driver_err("reading a timing event"))
+    }
 }

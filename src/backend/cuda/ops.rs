@@ -8,16 +8,19 @@ use cudarc::driver::{DevicePtr, DevicePtrMut, DeviceRepr, PushKernelArg, SyncOnD
 
 use super::context::{driver_err, KernelSource};
 use super::tensor::DeviceTensor;
+use crate::backend::{BackendStorage, StencilBackend};
 use crate::{Error, Result, Scalar};
 
 const FINITE_DIFF: KernelSource = KernelSource {
     name: "finite_diff",
+    prelude: &[],
     code: include_str!("../../../kernels/finite_diff.cu"),
     options: &["--fmad=false"],
 };
 
 const POINTWISE_NORM: KernelSource = KernelSource {
     name: "pointwise_norm",
+    prelude: &[],
     code: include_str!("../../../kernels/pointwise_norm.cu"),
     options: &["--fmad=false"],
 };
@@ -117,10 +120,11 @@ fn check_like<T: Scalar>(a: &DeviceTensor<T>, b: &DeviceTensor<T>, what: &str) -
     Ok(())
 }
 
-impl<T: Scalar> DeviceTensor<T> {
+impl<T: Scalar> StencilBackend<T> for DeviceTensor<T> {
     /// Forward differences with zero padding: `outs[k] = (x[i + e_k] − x[i]) · w[k]`
     /// (`w[k] = 1/h_k`), one output per axis.
-    pub(crate) fn gradient(x: &Self, outs: &mut [&mut Self], w: &[f64]) -> Result<()> {
+    fn gradient(&self, outs: &mut [&mut Self], w: &[f64]) -> Result<()> {
+        let x = self;
         let mut p = FdParams::new(x.shape(), w, "Gradient")?;
         if outs.len() != x.shape().len() {
             return Err(Error::invalid(format!(
@@ -151,7 +155,7 @@ impl<T: Scalar> DeviceTensor<T> {
 
     /// Backward differences summed over the axes: `out = Σ_k (g_k[i] − g_k[i − e_k]) · w[k]`
     /// with `g_k = 0` before the grid (`w[k] = 1/h_k`).
-    pub(crate) fn divergence(parts: &[&Self], out: &mut Self, w: &[f64]) -> Result<()> {
+    fn divergence(parts: &[&Self], out: &mut Self, w: &[f64]) -> Result<()> {
         let mut p = FdParams::new(out.shape(), w, "Divergence")?;
         if parts.len() != out.shape().len() {
             return Err(Error::invalid(format!(
@@ -183,7 +187,8 @@ impl<T: Scalar> DeviceTensor<T> {
 
     /// The zero-padded Laplacian `out = centre · x + Σ_k w[k] (x[i + e_k] + x[i − e_k])`
     /// (`w[k] = 1/h_k²`, `centre = Σ_k −2/h_k²`, neighbours outside the grid left out).
-    pub(crate) fn laplacian(x: &Self, out: &mut Self, w: &[f64], centre: f64) -> Result<()> {
+    fn laplacian(&self, out: &mut Self, w: &[f64], centre: f64) -> Result<()> {
+        let x = self;
         let mut p = FdParams::new(x.shape(), w, "Laplacian")?;
         p.centre = centre;
         check_like(x, out, "Laplacian")?;
@@ -198,7 +203,7 @@ impl<T: Scalar> DeviceTensor<T> {
     }
 
     /// The pointwise `exponent`-norm of the components: `out[i] = (Σ_k |g_k[i]|^p)^{1/p}`.
-    pub(crate) fn pointwise_norm(parts: &[&Self], out: &mut Self, exponent: f64) -> Result<()> {
+    fn pointwise_norm(parts: &[&Self], out: &mut Self, exponent: f64) -> Result<()> {
         if parts.is_empty() || parts.len() > PN_MAXP {
             return Err(Error::Unsupported(format!(
                 "PointwiseNorm on a GPU handles 1 to {PN_MAXP} components, got {}",

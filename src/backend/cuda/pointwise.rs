@@ -7,11 +7,12 @@ use cudarc::driver::PushKernelArg;
 
 use super::context::{driver_err, KernelSource};
 use super::tensor::DeviceTensor;
-use crate::backend::{Map2Op, MapOp};
+use crate::backend::{BackendStorage, Map2Op, MapOp, PointwiseBackend};
 use crate::{Error, Result, Scalar};
 
 const POINTWISE: KernelSource = KernelSource {
     name: "pointwise",
+    prelude: &crate::backend::op::CUDA_PRELUDE,
     code: include_str!("../../../kernels/pointwise.cu"),
     options: &["--fmad=false"],
 };
@@ -30,10 +31,11 @@ fn check_like<T: Scalar>(a: &DeviceTensor<T>, b: &DeviceTensor<T>, what: &str) -
     Ok(())
 }
 
-impl<T: Scalar> DeviceTensor<T> {
+impl<T: Scalar> PointwiseBackend<T> for DeviceTensor<T> {
     /// `self = f(x)` elementwise, `f` given by `op` and its parameters `a`, `b`.
-    pub(crate) fn map(&mut self, op: MapOp, a: T, b: T, x: &Self) -> Result<()> {
-        check_like(self, x, "pointwise operation")?;
+    fn map(&mut self, op: MapOp, p: [T; 2], x: &Self) -> Result<()> {
+        let [a, b] = p;
+        check_like(self, x, op.name())?;
         let ctx = Arc::clone(self.ctx());
         let f = ctx.function(&POINTWISE, self.dtype().pick("map_f32", "map_f64"))?;
         let (code, a, b, n) = (op as i32, a.f64(), b.f64(), self.len() as u64);
@@ -52,7 +54,8 @@ impl<T: Scalar> DeviceTensor<T> {
     }
 
     /// `self = f(self)` elementwise.
-    pub(crate) fn map_inplace(&mut self, op: MapOp, a: T, b: T) -> Result<()> {
+    fn map_inplace(&mut self, op: MapOp, p: [T; 2]) -> Result<()> {
+        let [a, b] = p;
         let ctx = Arc::clone(self.ctx());
         let f = ctx.function(
             &POINTWISE,
@@ -69,7 +72,7 @@ impl<T: Scalar> DeviceTensor<T> {
     }
 
     /// `self = f(x, y)` elementwise.
-    pub(crate) fn map2(&mut self, op: Map2Op, x: &Self, y: &Self) -> Result<()> {
+    fn map2(&mut self, op: Map2Op, x: &Self, y: &Self) -> Result<()> {
         check_like(self, x, "pointwise operation")?;
         check_like(self, y, "pointwise operation")?;
         let ctx = Arc::clone(self.ctx());

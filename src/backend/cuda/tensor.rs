@@ -8,7 +8,7 @@ use cudarc::driver::{
 use ndarray::{ArrayD, ArrayViewD, IxDyn};
 
 use super::context::{device_ctx, driver_err, DeviceCtx, Dtype, STAGING_MIN_BYTES, VECTOR_OPS};
-use crate::backend::{Binary, Reduction, Unary};
+use crate::backend::{BackendStorage, Binary, DeviceBackend, Reduction, Unary};
 use crate::{Device, Error, Result, Scalar};
 
 /// A C-ordered tensor of `f32` or `f64` in the memory of one CUDA device.
@@ -91,16 +91,6 @@ impl<T: Scalar> DeviceTensor<T> {
         })
     }
 
-    /// The device the data lives on.
-    pub(crate) fn device(&self) -> Device {
-        Device::Cuda(self.ctx.id())
-    }
-
-    /// The tensor shape.
-    pub(crate) fn shape(&self) -> &[usize] {
-        &self.shape
-    }
-
     /// Number of entries.
     pub(crate) fn len(&self) -> usize {
         self.len
@@ -145,26 +135,6 @@ impl<T: Scalar> DeviceTensor<T> {
         self.ctx.launch_cfg(self.len)
     }
 
-    /// A deep copy on the same device.
-    pub(crate) fn try_clone(&self) -> Result<Self> {
-        let mut out = Self::uninit(&self.ctx, &self.shape)?;
-        self.ctx.bind()?;
-        let stream = self.ctx.stream();
-        let bytes = self.len * std::mem::size_of::<T>();
-        let (src, _r) = self.buf.device_ptr(stream);
-        let (dst, _w) = out.buf.device_ptr_mut(stream);
-        // SAFETY: both allocations hold at least `bytes` bytes.
-        unsafe { result::memcpy_dtod_async(dst, src, bytes, stream.cu_stream()) }
-            .map_err(driver_err("device-to-device copy"))?;
-        drop((_r, _w));
-        Ok(out)
-    }
-
-    /// A copy in host memory (blocks until the copy is done).
-    pub(crate) fn to_host(&self) -> Result<ArrayD<T>> {
-        self.to_host_via(self.len * std::mem::size_of::<T>() >= STAGING_MIN_BYTES)
-    }
-
     /// [`to_host`](Self::to_host), through the pinned staging buffers or directly.
     fn to_host_via(&self, staged: bool) -> Result<ArrayD<T>> {
         let n = self.len;
@@ -198,46 +168,6 @@ impl<T: Scalar> DeviceTensor<T> {
         // SAFETY: all `n` values were written by the completed copy.
         unsafe { v.set_len(n) };
         ArrayD::from_shape_vec(IxDyn(&self.shape), v).map_err(|e| Error::invalid(e.to_string()))
-    }
-
-    /// A copy on CUDA device `id` (a peer copy between different devices).
-    pub(crate) fn to_device(&self, id: usize) -> Result<Self> {
-        if id == self.ctx.id() {
-            return self.try_clone();
-        }
-        let dst_ctx = device_ctx(id)?;
-        let mut out = Self::uninit(&dst_ctx, &self.shape)?;
-        self.ctx.bind()?;
-        let bytes = self.len * std::mem::size_of::<T>();
-        // The source must be complete before the destination's stream reads it.
-        self.ctx.synchronize()?;
-        let src_stream = self.ctx.stream();
-        let dst_stream = dst_ctx.stream();
-        let (src, _r) = self.buf.device_ptr(src_stream);
-        dst_ctx.bind()?;
-        let (dst, _w) = out.buf.device_ptr_mut(dst_stream);
-        // SAFETY: both allocations hold `bytes` bytes in their contexts.
-        unsafe {
-            sys::cuMemcpyPeerAsync(
-                dst,
-                dst_ctx.context().cu_ctx(),
-                src,
-                self.ctx.context().cu_ctx(),
-                bytes,
-                dst_stream.cu_stream(),
-            )
-            .result()
-            .map_err(driver_err("peer copy between GPUs"))?;
-        }
-        drop((_r, _w));
-        dst_ctx.synchronize()?;
-        Ok(out)
-    }
-
-    /// A copy of host data on CUDA device `id` (blocks until the copy is done).
-    pub(crate) fn from_host(id: usize, a: ArrayViewD<'_, T>) -> Result<Self> {
-        let staged = a.len() * std::mem::size_of::<T>() >= STAGING_MIN_BYTES;
-        Self::from_host_via(id, a, staged)
     }
 
     /// [`from_host`](Self::from_host), through the pinned staging buffers or directly.
@@ -275,15 +205,6 @@ impl<T: Scalar> DeviceTensor<T> {
         Ok(out)
     }
 
-    /// A tensor of zeros on CUDA device `id`.
-    pub(crate) fn zeros(id: usize, shape: &[usize]) -> Result<Self> {
-        Dtype::of::<T>()?;
-        let ctx = device_ctx(id)?;
-        let mut out = Self::uninit(&ctx, shape)?;
-        out.memset_zero()?;
-        Ok(out)
-    }
-
     fn memset_zero(&mut self) -> Result<()> {
         self.ctx.bind()?;
         let stream = Arc::clone(self.ctx.stream());
@@ -293,9 +214,41 @@ impl<T: Scalar> DeviceTensor<T> {
         unsafe { result::memset_d8_async(dst, 0, bytes, stream.cu_stream()) }
             .map_err(driver_err("clearing device memory"))
     }
+}
+
+impl<T: Scalar> BackendStorage<T> for DeviceTensor<T> {
+    /// The device the data lives on.
+    fn device(&self) -> Device {
+        Device::Cuda(self.ctx.id())
+    }
+
+    /// The tensor shape.
+    fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    /// A deep copy on the same device.
+    fn try_clone(&self) -> Result<Self> {
+        let mut out = Self::uninit(&self.ctx, &self.shape)?;
+        self.ctx.bind()?;
+        let stream = self.ctx.stream();
+        let bytes = self.len * std::mem::size_of::<T>();
+        let (src, _r) = self.buf.device_ptr(stream);
+        let (dst, _w) = out.buf.device_ptr_mut(stream);
+        // SAFETY: both allocations hold at least `bytes` bytes.
+        unsafe { result::memcpy_dtod_async(dst, src, bytes, stream.cu_stream()) }
+            .map_err(driver_err("device-to-device copy"))?;
+        drop((_r, _w));
+        Ok(out)
+    }
+
+    /// A copy in host memory (blocks until the copy is done).
+    fn to_host(&self) -> Result<ArrayD<T>> {
+        self.to_host_via(self.len * std::mem::size_of::<T>() >= STAGING_MIN_BYTES)
+    }
 
     /// `self = op(x, y)` elementwise.
-    pub(crate) fn binary(&mut self, op: Binary<T>, x: &Self, y: &Self) -> Result<()> {
+    fn binary(&mut self, op: Binary<T>, x: &Self, y: &Self) -> Result<()> {
         self.check_operand(x, "binary operation")?;
         self.check_operand(y, "binary operation")?;
         let ctx = Arc::clone(&self.ctx);
@@ -329,7 +282,7 @@ impl<T: Scalar> DeviceTensor<T> {
     }
 
     /// `self = a x + b self`.
-    pub(crate) fn axpby(&mut self, a: T, x: &Self, b: T) -> Result<()> {
+    fn axpby(&mut self, a: T, x: &Self, b: T) -> Result<()> {
         self.check_operand(x, "axpby")?;
         let ctx = Arc::clone(&self.ctx);
         let f = ctx.function(&VECTOR_OPS, self.dtype.pick("axpby_f32", "axpby_f64"))?;
@@ -341,7 +294,7 @@ impl<T: Scalar> DeviceTensor<T> {
     }
 
     /// `self = op(x)` elementwise.
-    pub(crate) fn unary(&mut self, op: Unary<T>, x: &Self) -> Result<()> {
+    fn unary(&mut self, op: Unary<T>, x: &Self) -> Result<()> {
         self.check_operand(x, "unary operation")?;
         let ctx = Arc::clone(&self.ctx);
         let n = self.len as u64;
@@ -364,7 +317,7 @@ impl<T: Scalar> DeviceTensor<T> {
     }
 
     /// Sets every entry to `v`.
-    pub(crate) fn fill(&mut self, v: T) -> Result<()> {
+    fn fill(&mut self, v: T) -> Result<()> {
         if v == T::zero() && v.is_sign_positive() {
             return self.memset_zero();
         }
@@ -378,7 +331,7 @@ impl<T: Scalar> DeviceTensor<T> {
     }
 
     /// `self *= s`.
-    pub(crate) fn scale_inplace(&mut self, s: T) -> Result<()> {
+    fn scale_inplace(&mut self, s: T) -> Result<()> {
         let ctx = Arc::clone(&self.ctx);
         let f = ctx.function(
             &VECTOR_OPS,
@@ -393,7 +346,7 @@ impl<T: Scalar> DeviceTensor<T> {
 
     /// Unweighted reduction accumulated in f64 (`y` is ignored by `NormSq` and `Sum`); the one
     /// resulting number is copied to the host.
-    pub(crate) fn reduce(&self, op: Reduction, y: &Self) -> Result<f64> {
+    fn reduce(&self, op: Reduction, y: &Self) -> Result<f64> {
         self.check_operand(y, "reduction")?;
         let ctx = &self.ctx;
         ctx.bind()?;
@@ -434,6 +387,57 @@ impl<T: Scalar> DeviceTensor<T> {
         v.first()
             .copied()
             .ok_or_else(|| Error::Cuda("empty reduction result".into()))
+    }
+}
+
+impl<T: Scalar> DeviceBackend<T> for DeviceTensor<T> {
+    /// A copy of host data on CUDA device `id` (blocks until the copy is done).
+    fn from_host(id: usize, a: ArrayViewD<'_, T>) -> Result<Self> {
+        let staged = a.len() * std::mem::size_of::<T>() >= STAGING_MIN_BYTES;
+        Self::from_host_via(id, a, staged)
+    }
+
+    /// A tensor of zeros on CUDA device `id`.
+    fn zeros(id: usize, shape: &[usize]) -> Result<Self> {
+        Dtype::of::<T>()?;
+        let ctx = device_ctx(id)?;
+        let mut out = Self::uninit(&ctx, shape)?;
+        out.memset_zero()?;
+        Ok(out)
+    }
+
+    /// A copy on CUDA device `id` (a peer copy between different devices).
+    fn to_device(&self, id: usize) -> Result<Self> {
+        if id == self.ctx.id() {
+            return self.try_clone();
+        }
+        let dst_ctx = device_ctx(id)?;
+        let mut out = Self::uninit(&dst_ctx, &self.shape)?;
+        self.ctx.bind()?;
+        let bytes = self.len * std::mem::size_of::<T>();
+        // The source must be complete before the destination's stream reads it.
+        self.ctx.synchronize()?;
+        let src_stream = self.ctx.stream();
+        let dst_stream = dst_ctx.stream();
+        let (src, _r) = self.buf.device_ptr(src_stream);
+        dst_ctx.bind()?;
+        let (dst, _w) = out.buf.device_ptr_mut(dst_stream);
+        // SAFETY: both allocations hold `bytes` bytes in their contexts.
+        unsafe {
+            sys::cuMemcpyPeerAsync(
+                dst,
+                dst_ctx.context().cu_ctx(),
+                src,
+                self.ctx.context().cu_ctx(),
+                bytes,
+                dst_stream.cu_stream(),
+            )
+            .result()
+            .map_err(driver_err("peer copy between GPUs"))?;
+        }
+        drop((_r, _w));
+        dst_ctx.synchronize()?;
+        Ok(out)
     }
 }
 

@@ -4,10 +4,8 @@
 
 use std::sync::Arc;
 
-use ndarray::{ArrayViewD, ArrayViewMutD, Axis, Slice, Zip};
-
-use crate::backend::cuda::DeviceTensor;
 use crate::operator::{LinOp, LinearOperator, LinearOperatorExt, NormCache, Operator};
+use crate::storage::Storage;
 use crate::{Element, Error, Result, Scalar, Space};
 
 /// Cell sides of a tensor space: the partition's, or 1 for a plain `rn`.
@@ -23,61 +21,6 @@ fn tensor_space<T: Scalar>(space: &Space<T>, what: &str) -> Result<()> {
         )));
     }
     Ok(())
-}
-
-/// Below this many elements a loop runs on the calling thread: waking rayon's workers costs far
-/// more than the loop itself on small grids (tens of µs against well under one).
-const PAR_MIN_LEN: usize = 1 << 14;
-
-/// `Zip::par_for_each` for large zips, `Zip::for_each` for small ones.
-macro_rules! zip_for_each {
-    ($zip:expr, $f:expr) => {{
-        let zip = $zip;
-        if zip.size() >= PAR_MIN_LEN {
-            zip.par_for_each($f)
-        } else {
-            zip.for_each($f)
-        }
-    }};
-}
-
-/// `out = (x[i+1] − x[i]) / h` along `axis`, with `x[n] = 0`.
-fn forward_diff<T: Scalar>(x: ArrayViewD<T>, axis: usize, inv_h: T, mut out: ArrayViewMutD<T>) {
-    let ax = Axis(axis);
-    let n = x.len_of(ax);
-    let (lo, last) = out.view_mut().split_at(ax, n - 1);
-    zip_for_each!(
-        Zip::from(lo)
-            .and(x.slice_axis(ax, Slice::from(1..)))
-            .and(x.slice_axis(ax, Slice::from(..n - 1))),
-        |o, &a, &b| *o = (a - b) * inv_h
-    );
-    zip_for_each!(
-        Zip::from(last).and(x.slice_axis(ax, Slice::from(n - 1..))),
-        |o, &b| *o = -b * inv_h
-    );
-}
-
-/// `out += (g[i] − g[i−1]) / h` along `axis`, with `g[−1] = 0`.
-fn backward_diff_add<T: Scalar>(
-    g: ArrayViewD<T>,
-    axis: usize,
-    inv_h: T,
-    mut out: ArrayViewMutD<T>,
-) {
-    let ax = Axis(axis);
-    let n = g.len_of(ax);
-    let (first, rest) = out.view_mut().split_at(ax, 1);
-    zip_for_each!(
-        Zip::from(first).and(g.slice_axis(ax, Slice::from(..1))),
-        |o, &a| *o += a * inv_h
-    );
-    zip_for_each!(
-        Zip::from(rest)
-            .and(g.slice_axis(ax, Slice::from(1..)))
-            .and(g.slice_axis(ax, Slice::from(..n - 1))),
-        |o, &a, &b| *o += (a - b) * inv_h
-    );
 }
 
 /// The spatial gradient `X → X^d`, forward differences with zero padding:
@@ -119,17 +62,9 @@ impl<T: Scalar> Operator<T> for Gradient<T> {
         &self.range
     }
     fn evaluate(&self, x: &Element<T>, out: &mut Element<T>) -> Result<()> {
-        let h = steps(&self.domain)?;
-        if x.device().is_cuda() {
-            let w: Vec<f64> = h.iter().map(|h| 1.0 / h).collect();
-            let mut outs = out.cuda_parts_mut("Gradient: output")?;
-            return DeviceTensor::gradient(x.cuda_tensor("Gradient: input")?, &mut outs, &w);
-        }
-        let xa = x.as_array()?;
-        for (k, o) in out.parts_mut()?.iter_mut().enumerate() {
-            forward_diff(xa.view(), k, T::of(1.0 / h[k]), o.as_array_mut()?);
-        }
-        Ok(())
+        let w: Vec<f64> = steps(&self.domain)?.iter().map(|h| 1.0 / h).collect();
+        let mut outs = out.part_storages_mut("Gradient: output")?;
+        x.storage("Gradient: input")?.gradient(&mut outs, &w)
     }
     fn is_linear(&self) -> bool {
         true
@@ -175,22 +110,9 @@ impl<T: Scalar> Operator<T> for Divergence<T> {
         &self.range
     }
     fn evaluate(&self, x: &Element<T>, out: &mut Element<T>) -> Result<()> {
-        let h = steps(&self.range)?;
-        if out.device().is_cuda() {
-            let w: Vec<f64> = h.iter().map(|h| 1.0 / h).collect();
-            let parts = x.cuda_parts("Divergence: input")?;
-            return DeviceTensor::divergence(
-                &parts,
-                out.cuda_tensor_mut("Divergence: output")?,
-                &w,
-            );
-        }
-        let mut o = out.as_array_mut()?;
-        o.fill(T::zero());
-        for (k, g) in x.parts()?.iter().enumerate() {
-            backward_diff_add(g.as_array()?, k, T::of(1.0 / h[k]), o.view_mut());
-        }
-        Ok(())
+        let w: Vec<f64> = steps(&self.range)?.iter().map(|h| 1.0 / h).collect();
+        let parts = x.part_storages("Divergence: input")?;
+        Storage::divergence(&parts, out.storage_mut("Divergence: output")?, &w)
     }
     fn is_linear(&self) -> bool {
         true
@@ -236,35 +158,9 @@ impl<T: Scalar> Operator<T> for Laplacian<T> {
     fn evaluate(&self, x: &Element<T>, out: &mut Element<T>) -> Result<()> {
         let h = steps(&self.space)?;
         let centre: f64 = h.iter().map(|h| -2.0 / (h * h)).sum();
-        if x.device().is_cuda() {
-            let w: Vec<f64> = h.iter().map(|h| 1.0 / (h * h)).collect();
-            return DeviceTensor::laplacian(
-                x.cuda_tensor("Laplacian: input")?,
-                out.cuda_tensor_mut("Laplacian: output")?,
-                &w,
-                centre,
-            );
-        }
-        let xa = x.as_array()?;
-        let mut o = out.as_array_mut()?;
-        let c = T::of(centre);
-        zip_for_each!(Zip::from(&mut o).and(&xa), |o, &x| *o = c * x);
-        for (k, hk) in h.iter().enumerate() {
-            let ax = Axis(k);
-            let n = xa.len_of(ax);
-            let w = T::of(1.0 / (hk * hk));
-            zip_for_each!(
-                Zip::from(o.slice_axis_mut(ax, Slice::from(..n - 1)))
-                    .and(xa.slice_axis(ax, Slice::from(1..))),
-                |o, &a| *o += w * a
-            );
-            zip_for_each!(
-                Zip::from(o.slice_axis_mut(ax, Slice::from(1..)))
-                    .and(xa.slice_axis(ax, Slice::from(..n - 1))),
-                |o, &a| *o += w * a
-            );
-        }
-        Ok(())
+        let w: Vec<f64> = h.iter().map(|h| 1.0 / (h * h)).collect();
+        x.storage("Laplacian: input")?
+            .laplacian(out.storage_mut("Laplacian: output")?, &w, centre)
     }
     fn is_linear(&self) -> bool {
         true

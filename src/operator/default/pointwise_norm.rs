@@ -1,7 +1,7 @@
 //! The pointwise norm of a vector field.
 
-use crate::backend::cuda::DeviceTensor;
 use crate::operator::Operator;
+use crate::storage::Storage;
 use crate::{Element, Error, Result, Scalar, Space};
 
 /// The pointwise p-norm `X^d → X`, `|g|_p[i] = (Σ_k |g_k[i]|^p)^{1/p}` (p ∈ [1, ∞]).
@@ -53,37 +53,11 @@ impl<T: Scalar> Operator<T> for PointwiseNorm<T> {
         &self.range
     }
     fn evaluate(&self, x: &Element<T>, out: &mut Element<T>) -> Result<()> {
-        if out.device().is_cuda() {
-            let parts = x.cuda_parts("PointwiseNorm: input")?;
-            let o = out.cuda_tensor_mut("PointwiseNorm: output")?;
-            return DeviceTensor::pointwise_norm(&parts, o, self.exponent);
-        }
-        let parts = x
-            .parts()?
-            .iter()
-            .map(|p| p.as_slice())
-            .collect::<Result<Vec<_>>>()?;
-        let o = out.as_slice_mut()?;
-        let p = self.exponent;
-        for (i, o) in o.iter_mut().enumerate() {
-            *o = if p == 1.0 {
-                parts
-                    .iter()
-                    .map(|g| g[i].abs())
-                    .fold(T::zero(), |a, b| a + b)
-            } else if p == 2.0 {
-                parts
-                    .iter()
-                    .map(|g| g[i] * g[i])
-                    .fold(T::zero(), |a, b| a + b)
-                    .sqrt()
-            } else if p.is_infinite() {
-                parts.iter().map(|g| g[i].abs()).fold(T::zero(), T::max)
-            } else {
-                let s: f64 = parts.iter().map(|g| g[i].f64().abs().powf(p)).sum();
-                T::of(s.powf(1.0 / p))
-            };
-        }
-        Ok(())
+        let parts = x.part_storages("PointwiseNorm: input")?;
+        Storage::pointwise_norm(
+            &parts,
+            out.storage_mut("PointwiseNorm: output")?,
+            self.exponent,
+        )
     }
 }

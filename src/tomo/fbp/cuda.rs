@@ -17,6 +17,7 @@ use crate::{Error, Result, Scalar};
 
 const FBP: KernelSource = KernelSource {
     name: "fbp_filter",
+    prelude: &[],
     code: include_str!("../../../kernels/fbp_filter.cu"),
     options: &[],
 };
@@ -101,6 +102,11 @@ impl GpuFilter {
             au,
             params,
         })
+    }
+
+    /// The device ordinal.
+    pub(crate) fn device(&self) -> usize {
+        self.ctx.id()
     }
 
     /// `y = filter(x)` (or its adjoint) on the device.

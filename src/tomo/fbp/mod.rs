@@ -68,6 +68,9 @@ mod weights;
 
 #[cfg(feature = "cuda")]
 mod cuda;
+#[cfg(not(feature = "cuda"))]
+#[path = "cuda_stub.rs"]
+mod cuda;
 
 use std::sync::Arc;
 

@@ -4,12 +4,13 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
+use super::cuda::GpuFilter;
 use super::filter::RowFilter;
 use super::setup::Setup;
 use super::weights::{fbp_plan, FbpPlan, Term, Weights};
 use super::FbpOptions;
-use crate::element::ElementKind;
 use crate::operator::NormCache;
+use crate::storage::Storage;
 use crate::tomo::Geometry;
 use crate::{Device, Element, Error, LinOp, LinearOperator, Operator, Result, Scalar, Space};
 
@@ -23,8 +24,8 @@ pub(super) struct Inner<T: Scalar> {
     /// Weights applied after the ramp filter (before it in the adjoint).
     pub(super) after: Weights,
     norm: NormCache,
-    #[cfg(feature = "cuda")]
-    pub(super) gpu: Option<super::cuda::GpuFilter>,
+    /// The taps and weights on the space's GPU, for a space on a GPU.
+    pub(super) gpu: Option<GpuFilter>,
 }
 
 /// The filter of filtered back-projection: on the ray transform's data space, the data are
@@ -79,23 +80,10 @@ impl<T: Scalar> FbpFilter<T> {
         setup: &Setup,
         term: Term,
     ) -> Result<Self> {
-        #[cfg(feature = "cuda")]
         let gpu = match space.device() {
-            Device::Cuda(id) => Some(super::cuda::GpuFilter::new(
-                id,
-                &row,
-                setup,
-                &term.before,
-                &term.after,
-            )?),
+            Device::Cuda(id) => Some(GpuFilter::new(id, &row, setup, &term.before, &term.after)?),
             Device::Cpu => None,
         };
-        #[cfg(not(feature = "cuda"))]
-        if let Device::Cuda(_) = space.device() {
-            return Err(Error::CudaUnavailable(
-                "rodl was built without the `cuda` feature".into(),
-            ));
-        }
         Ok(Self {
             inner: Arc::new(Inner {
                 space,
@@ -105,7 +93,6 @@ impl<T: Scalar> FbpFilter<T> {
                 before: term.before,
                 after: term.after,
                 norm: NormCache::new(),
-                #[cfg(feature = "cuda")]
                 gpu,
             }),
             adjoint: false,
@@ -188,28 +175,24 @@ impl<T: Scalar> Inner<T> {
     }
 
     fn apply(&self, x: &Element<T>, out: &mut Element<T>, adjoint: bool) -> Result<()> {
-        match (&x.kind, &mut out.kind) {
-            (ElementKind::Host(a), ElementKind::Host(o)) => {
-                let contiguous = || Error::invalid("FbpFilter: element data is not contiguous");
-                let xs = a.as_slice().ok_or_else(contiguous)?;
-                let os = o.as_slice_mut().ok_or_else(contiguous)?;
-                self.apply_host(xs, os, adjoint);
+        let xs = x.storage("FbpFilter: input")?;
+        let os = out.storage_mut("FbpFilter: output")?;
+        let mismatch = |got: String| Error::DeviceMismatch {
+            context: "FbpFilter".into(),
+            expected: self.space.device().to_string(),
+            got,
+        };
+        match &self.gpu {
+            Some(g) => Storage::on_gpu(g.device(), xs, os, "FbpFilter", |a, b| {
+                g.apply(a, b, adjoint)
+            }),
+            None => {
+                let got = format!("{} and {}", xs.device(), os.device());
+                let a = xs.host().ok_or_else(|| mismatch(got.clone()))?;
+                let o = os.host_mut().ok_or_else(|| mismatch(got))?;
+                self.apply_host(a.slice(), o.slice_mut(), adjoint);
                 Ok(())
             }
-            #[cfg(feature = "cuda")]
-            (ElementKind::Cuda(a), ElementKind::Cuda(b)) => match &self.gpu {
-                Some(g) => g.apply(a, b, adjoint),
-                None => Err(Error::DeviceMismatch {
-                    context: "FbpFilter".into(),
-                    expected: self.space.device().to_string(),
-                    got: x.device().to_string(),
-                }),
-            },
-            _ => Err(Error::DeviceMismatch {
-                context: "FbpFilter".into(),
-                expected: self.space.device().to_string(),
-                got: format!("{} and {}", x.device(), out.device()),
-            }),
         }
     }
 }

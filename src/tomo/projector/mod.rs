@@ -1,0 +1,65 @@
+//! Projectors: the discretised ray transform's kernels on one backend.
+//!
+//! A [`Projector`] computes the unweighted Joseph forward projection and its exact transpose for
+//! the geometry and grid it was set up with; [`RayTransform`](super::RayTransform) holds one and
+//! knows nothing else about the backend (ODL's `tomo/backends` pattern). [`build`] is the one
+//! place that reconciles the backend options with the domain's device.
+
+mod cpu;
+mod cuda;
+
+use super::backend::Backend;
+use super::cpu::ray::Grid;
+use super::geometry::VecGeometry;
+use crate::storage::Storage;
+use crate::{Device, Error, Result, Scalar};
+
+/// Forward projection and its transpose on one backend, for a fixed geometry and grid.
+pub(crate) trait Projector<T: Scalar>: Send + Sync {
+    /// `sino = A vol` (line integrals in world units).
+    fn forward(&self, vol: &Storage<T>, sino: &mut Storage<T>) -> Result<()>;
+    /// `vol = Aᵀ sino`, the exact transpose of [`Projector::forward`] (unweighted).
+    fn transpose(&self, sino: &Storage<T>, vol: &mut Storage<T>) -> Result<()>;
+}
+
+/// The projector for `backend` on a domain living on `domain`.
+///
+/// Errors when the CPU backend is asked for a GPU domain, when the CUDA options name another GPU
+/// than a CUDA domain's, or when the backend cannot be used. A host domain with the CUDA backend
+/// is allowed (data are copied in and out at each call).
+pub(crate) fn build<T: Scalar>(
+    backend: &Backend,
+    domain: Device,
+    geometry: &VecGeometry,
+    grid: &Grid,
+) -> Result<Box<dyn Projector<T>>> {
+    match backend {
+        Backend::Cpu(opts) => {
+            if domain != Device::Cpu {
+                return Err(Error::DeviceMismatch {
+                    context: "RayTransform: CPU backend".into(),
+                    expected: "cpu".into(),
+                    got: domain.to_string(),
+                });
+            }
+            Ok(Box::new(cpu::CpuProjector::new(opts, geometry, grid)?))
+        }
+        Backend::Cuda(opts) => {
+            if let Device::Cuda(d) = domain {
+                if d != opts.device {
+                    return Err(Error::DeviceMismatch {
+                        context: "RayTransform: CUDA options vs domain".into(),
+                        expected: format!("cuda:{d}"),
+                        got: format!("cuda:{}", opts.device),
+                    });
+                }
+            }
+            Device::Cuda(opts.device).check_available()?;
+            Ok(Box::new(cuda::CudaProjector::new::<T>(
+                opts.device,
+                geometry,
+                grid,
+            )?))
+        }
+    }
+}
