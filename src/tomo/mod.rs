@@ -7,6 +7,7 @@ mod cpu;
 mod cuda;
 pub mod fbp;
 pub mod geometry;
+mod grid;
 pub mod phantom;
 mod ray_transform;
 

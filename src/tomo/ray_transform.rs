@@ -3,9 +3,9 @@
 use std::sync::Arc;
 
 use super::backend::Backend;
-use super::cpu::joseph;
-use super::cpu::ray::Grid;
+use super::cpu as joseph;
 use super::geometry::Geometry;
+use super::grid::Grid;
 use crate::operator::NormCache;
 use crate::{Device, Element, Error, Result, Scalar, Space};
 
