@@ -15,8 +15,8 @@ pub(crate) use plane::Plane;
 
 use rayon::prelude::*;
 
-use super::send_ptr::SendPtr;
-use super::view_rays::ViewRays;
+use crate::tomo::cpu::send_ptr::SendPtr;
+use crate::tomo::cpu::view_rays::ViewRays;
 use crate::tomo::geometry::VecGeometry;
 use crate::tomo::grid::Grid;
 use crate::Scalar;
