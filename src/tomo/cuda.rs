@@ -7,8 +7,8 @@ use std::sync::Arc;
 use cudarc::driver::sys::CUfunction_attribute;
 use cudarc::driver::{CudaSlice, DeviceRepr, LaunchConfig, PushKernelArg};
 
-use super::cpu::ray::Grid;
 use super::geometry::{Beam, VecGeometry};
+use super::grid::Grid;
 use crate::backend::cuda::{device_ctx, driver_err, DeviceCtx, DeviceTensor, KernelSource};
 use crate::{Error, Result};
 

@@ -5,8 +5,8 @@
 
 use std::convert::Infallible;
 
-use super::cpu::ray::Grid;
 use super::geometry::VecGeometry;
+use super::grid::Grid;
 use crate::backend::cuda::{unavailable, DeviceTensor};
 use crate::Result;
 

@@ -10,6 +10,7 @@ mod cuda;
 mod cuda;
 pub mod fbp;
 pub mod geometry;
+mod grid;
 pub mod phantom;
 mod projector;
 mod ray_transform;

@@ -3,11 +3,11 @@
 use std::sync::Arc;
 
 use super::backend::Backend;
-use super::cpu::ray::Grid;
 use super::geometry::Geometry;
+use super::grid::Grid;
 use super::projector::{self, Projector};
 use crate::operator::NormCache;
-use crate::{Device, Element, Error, Result, Scalar, Space, UniformPartition};
+use crate::{Device, Element, Error, Result, Scalar, Space};
 
 struct Inner<T: Scalar> {
     domain: Space<T>,
@@ -65,7 +65,7 @@ impl<T: Scalar> RayTransform<T> {
                 geometry.ndim()
             )));
         }
-        let grid = grid_of(part);
+        let grid = Grid::of(part);
         let range = Space::<T>::from_partition(geometry.data_partition().clone());
         let range = if domain.device() == Device::Cpu {
             range
@@ -90,23 +90,6 @@ impl<T: Scalar> RayTransform<T> {
     pub fn geometry(&self) -> &Geometry {
         &self.inner.geometry
     }
-}
-
-/// The projectors' grid of a partition (padded to three axes).
-fn grid_of(part: &UniformPartition) -> Grid {
-    let mut grid = Grid {
-        shape: [1; 3],
-        min: [0.0; 3],
-        h: [1.0; 3],
-        inv_h: [1.0; 3],
-    };
-    for k in 0..part.ndim() {
-        grid.shape[k] = part.shape()[k];
-        grid.min[k] = part.min_pt()[k];
-        grid.h[k] = part.cell_side(k);
-        grid.inv_h[k] = 1.0 / grid.h[k];
-    }
-    grid
 }
 
 impl<T: Scalar> Inner<T> {

@@ -1,5 +1,5 @@
 //! AVX2 building blocks of the windowed Joseph kernels: ray parameters in lanes, the per-plane
-//! taps and weights (the formulas of [`super::kernels`]), the window test, the windowed fetch of
+//! taps and weights (the formulas of [`super::planes`]), the window test, the windowed fetch of
 //! two neighbouring taps, and an 8-byte read-modify-write of a tap pair.
 
 use std::arch::x86_64::*;

@@ -1,21 +1,70 @@
-//! CPU (rayon) projectors.
+//! Joseph's method on the CPU: ray-driven forward projection (parallel over views) and its exact
+//! transpose (parallel over volume slabs along each ray's dominant axis, so no two threads write
+//! the same voxel: no atomics, no per-thread volume copies).
+//!
+//! The rays of a view are set up once per call ([`ray`]; grouped by dominant axis, stored as
+//! structure-of-arrays in [`view_rays`]). For `f32` on x86-64 with AVX2 the windowed kernels run
+//! ([`avx2_2d`], [`avx2_3d`]: groups of eight rays fetch their taps with row loads and lane
+//! permutes, in blocks of planes). Within them, 2D parallel beams bin their rays by offset and
+//! need no permutes (`avx2_2d::bins`; detectors much finer than the cells: a cell-by-cell
+//! gather, `avx2_2d::gather`), and 3D detector columns that share their in-plane track
+//! interpolate along it once per plane, on whole rows (`avx2_3d::column`). Otherwise, and for
+//! classes the windowed 3D kernels do not take, the plane-major kernels of [`planes`] (every
+//! plane visited by all rays of a class while it is in cache; portable, with an AVX2 gather
+//! version for `f32`). All use the same per-plane interpolation coordinates and weights, so
+//! every forward has its exact transpose.
+//!
+//! The modules form layers, each importing only from those below it: this dispatcher; the
+//! kernel groups ([`avx2_2d`], [`avx2_3d`], which also take [`planes`]' per-plane kernels); the
+//! shared data and tools ([`view_rays`], [`lanes`], [`send_ptr`]); the ray set-up ([`ray`]).
 
 #[cfg(target_arch = "x86_64")]
-mod avx2;
+mod avx2_2d;
 #[cfg(target_arch = "x86_64")]
-mod bins2d;
-#[cfg(target_arch = "x86_64")]
-mod column3d;
-#[cfg(target_arch = "x86_64")]
-mod gather2d;
-pub(crate) mod joseph;
-mod kernels;
+mod avx2_3d;
 #[cfg(target_arch = "x86_64")]
 mod lanes;
-pub(crate) mod ray;
-#[cfg(target_arch = "x86_64")]
-mod ray_avx2;
-#[cfg(target_arch = "x86_64")]
-mod window2d;
-#[cfg(target_arch = "x86_64")]
-mod window3d;
+mod planes;
+mod ray;
+mod send_ptr;
+mod view_rays;
+
+use crate::tomo::geometry::VecGeometry;
+use crate::tomo::grid::Grid;
+use crate::Scalar;
+
+/// Forward projection: `sino[view, u, v] = w · Σ_planes interp(vol)`, by the windowed `f32`
+/// kernels where they run, else by the plane-major kernels.
+pub(crate) fn forward<T: Scalar>(geom: &VecGeometry, grid: &Grid, vol: &[T], sino: &mut [T]) {
+    #[cfg(target_arch = "x86_64")]
+    if let (Some(vol), Some(sino)) = (T::as_f32_slice(vol), T::as_f32_slice_mut(sino)) {
+        if avx2_2d::available(geom, grid) {
+            return avx2_2d::forward(geom, grid, vol, sino);
+        }
+        if avx2_3d::available(geom, grid) {
+            return avx2_3d::forward(geom, grid, vol, sino);
+        }
+    }
+    planes::forward(geom, grid, vol, sino)
+}
+
+/// The exact transpose of [`forward`]: `vol = Σ_rays w · sino · interpᵀ`; `tasks` is the number
+/// of slabs of planes per dominant axis that the slab-parallel kernels aim at.
+pub(crate) fn transpose<T: Scalar>(
+    geom: &VecGeometry,
+    grid: &Grid,
+    sino: &[T],
+    vol: &mut [T],
+    tasks: usize,
+) {
+    #[cfg(target_arch = "x86_64")]
+    if let (Some(sino), Some(vol)) = (T::as_f32_slice(sino), T::as_f32_slice_mut(vol)) {
+        if avx2_2d::available(geom, grid) {
+            return avx2_2d::transpose(geom, grid, sino, vol);
+        }
+        if avx2_3d::available(geom, grid) {
+            return avx2_3d::transpose(geom, grid, sino, vol, tasks);
+        }
+    }
+    planes::transpose(geom, grid, sino, vol, tasks)
+}

@@ -7,8 +7,8 @@ use super::Projector;
 use crate::storage::Storage;
 use crate::tomo::backend::CpuOptions;
 use crate::tomo::cpu;
-use crate::tomo::cpu::ray::Grid;
 use crate::tomo::geometry::VecGeometry;
+use crate::tomo::grid::Grid;
 use crate::{Error, Result, Scalar};
 
 /// Joseph projection on host data, on a thread pool of its own.
@@ -65,7 +65,7 @@ impl<T: Scalar> Projector<T> for CpuProjector {
         let vol = host(vol, "volume")?;
         let sino = host_mut(sino, "sinogram")?;
         self.pool
-            .install(|| cpu::joseph::forward(&self.geometry, &self.grid, vol, sino));
+            .install(|| cpu::forward(&self.geometry, &self.grid, vol, sino));
         Ok(())
     }
 
@@ -74,7 +74,7 @@ impl<T: Scalar> Projector<T> for CpuProjector {
         let vol = host_mut(vol, "volume")?;
         let tasks = 2 * self.pool.current_num_threads();
         self.pool
-            .install(|| cpu::joseph::transpose(&self.geometry, &self.grid, sino, vol, tasks));
+            .install(|| cpu::transpose(&self.geometry, &self.grid, sino, vol, tasks));
         Ok(())
     }
 }

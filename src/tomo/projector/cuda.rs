@@ -5,9 +5,9 @@
 use super::Projector;
 use crate::backend::cuda::DeviceTensorOf;
 use crate::storage::Storage;
-use crate::tomo::cpu::ray::Grid;
 use crate::tomo::cuda::CudaRay;
 use crate::tomo::geometry::VecGeometry;
+use crate::tomo::grid::Grid;
 use crate::{Error, Result, Scalar};
 
 /// The GPU projector of one device.

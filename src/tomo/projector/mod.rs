@@ -9,8 +9,8 @@ mod cpu;
 mod cuda;
 
 use super::backend::Backend;
-use super::cpu::ray::Grid;
 use super::geometry::VecGeometry;
+use super::grid::Grid;
 use crate::storage::Storage;
 use crate::{Device, Error, Result, Scalar};
 

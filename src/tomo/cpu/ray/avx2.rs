@@ -1,12 +1,13 @@
-//! Ray set-up four rays at a time (`f64` lanes, AVX2): the formulas of [`super::ray`], operation
+//! Ray set-up four rays at a time (`f64` lanes, AVX2): the formulas of [`super`], operation
 //! for operation (products and sums in the same order, no fused multiply-adds, exact floors), so
 //! the rays are bit-identical to the scalar set-up's. Lanes where the scalar code would meet a
 //! NaN are left to it.
 
 use std::arch::x86_64::*;
 
-use super::ray::{other_axes, Column, Direction, Grid, Ray};
+use super::parts::{other_axes, Column, Direction, Ray};
 use crate::tomo::geometry::View;
+use crate::tomo::grid::Grid;
 use crate::Scalar;
 
 /// Four lanes of `f64`.
@@ -47,7 +48,7 @@ unsafe fn centred(i0: usize, n: usize) -> V {
     )
 }
 
-/// `plane_range` of [`super::ray`] on four lanes (slopes `s`, possibly 0 in some lanes);
+/// `plane_range` of [`super`] on four lanes (slopes `s`, possibly 0 in some lanes);
 /// `false` (and nothing changed) when a lane with a non-zero slope meets a NaN.
 #[inline(always)]
 unsafe fn plane_range(f0: V, s: V, inv_s: V, n: usize, n_a: usize, lo: &mut V, hi: &mut V) -> bool {

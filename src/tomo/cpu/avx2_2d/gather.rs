@@ -15,11 +15,11 @@
 //! Eight neighbouring cells of a plane sit in the lanes of a vector and accumulate the views of
 //! a block, four at a time, in a register: no scatter, no read-modify-write per ray.
 //! Views that do not qualify (fan beams, irregular detectors, detector cells much finer than the
-//! volume's) keep the scatter transpose of [`super::window2d`].
+//! volume's) keep the scatter transpose of [`super::window`].
 
 use std::arch::x86_64::*;
 
-use super::joseph::ViewRays;
+use crate::tomo::cpu::view_rays::ViewRays;
 
 /// Zero cells on each side of a row of offsets or coefficients: a window whose first candidate
 /// is in `[−ROW_PAD, nu)` reads inside the row.

@@ -1,38 +1,11 @@
-//! Joseph's method on the CPU: ray-driven forward projection (parallel over views) and its exact
-//! transpose (parallel over volume slabs along each ray's dominant axis, so no two threads write
-//! the same voxel: no atomics, no per-thread volume copies).
-//!
-//! The rays of a view are set up once per call (grouped by dominant axis, stored as
-//! structure-of-arrays). For `f32` on x86-64 with AVX2 the windowed kernels run
-//! ([`super::window2d`], [`super::window3d`]: groups of eight rays fetch their taps with row
-//! loads and lane permutes, in blocks of planes). Within them, 2D parallel beams bin their rays
-//! by offset and need no permutes ([`super::bins2d`]; detectors much finer than the cells:
-//! a cell-by-cell gather, [`super::gather2d`]), and 3D detector columns that share their
-//! in-plane track interpolate along it once per plane, on whole rows ([`super::column3d`]).
-//! Otherwise, and for classes the windowed 3D kernels do not take, the plane-major kernels of
-//! [`super::kernels`] (every plane
-//! visited by all rays of a class while it is in cache; portable, with an AVX2 gather version
-//! for `f32`). All use the same per-plane interpolation coordinates and weights, so every forward
-//! has its exact transpose.
+//! The rays of one view as the kernels take them: set up once per view and call (grouped by
+//! dominant axis, structure of arrays), ordered and grouped by eight for the SIMD kernels, with
+//! the back-projection coefficients of the transpose.
 
-use rayon::prelude::*;
-
-use super::kernels::{self, Plane};
-use super::ray::{Grid, Ray};
+use super::ray::Ray;
 use crate::tomo::geometry::VecGeometry;
-use crate::Scalar;
-
-/// Raw pointer to the volume, shared by the slab tasks of the transpose.
-#[derive(Clone, Copy)]
-struct VolPtr<T>(*mut T);
-// SAFETY: tasks write only to voxels of their own slab (disjoint index sets).
-unsafe impl<T: Send> Send for VolPtr<T> {}
-unsafe impl<T: Send> Sync for VolPtr<T> {}
-
-#[inline(always)]
-fn strides(shape: [usize; 3]) -> [usize; 3] {
-    [shape[1] * shape[2], shape[2], 1]
-}
+use crate::tomo::grid::Grid;
+use crate::{Scalar, ScalarFamily};
 
 /// The rays of one view that hit the grid, grouped by dominant axis, as structure of arrays
 /// (reusable buffers).
@@ -75,6 +48,14 @@ pub(crate) struct Group {
     pub(crate) len: u32,
     pub(crate) lo: u32,
     pub(crate) hi: u32,
+}
+
+/// The [`ScalarFamily`] of [`ViewRays`]: with it [`Scalar::as_f32`] turns a `&ViewRays<T>`
+/// into the `&ViewRays<f32>` of the `f32`-only kernels when `T` is `f32`.
+pub(crate) struct ViewRaysOf;
+
+impl ScalarFamily for ViewRaysOf {
+    type Of<T: Scalar> = ViewRays<T>;
 }
 
 impl<T: Scalar> ViewRays<T> {
@@ -309,168 +290,11 @@ impl<T: Scalar> ViewRays<T> {
         self.groups.clear();
         self.gclass = [0; 4];
     }
-
-    /// The per-plane description of class `a`.
-    fn plane(&self, a: usize, shape: [usize; 3], st: [usize; 3], three_d: bool) -> Plane {
-        let (b, c) = super::ray::other_axes(a);
-        Plane {
-            stride_b: st[b],
-            stride_c: if three_d { st[c] } else { 0 },
-            nb: shape[b],
-            nc: if three_d { shape[c] } else { 1 },
-            three_d,
-        }
-    }
 }
 
-/// The slices as `f32` when `T` is `f32`.
-#[cfg(target_arch = "x86_64")]
-fn as_f32<'a, T: Scalar>(x: &'a [T], y: &'a mut [T]) -> Option<(&'a [f32], &'a mut [f32])> {
-    if std::any::TypeId::of::<T>() != std::any::TypeId::of::<f32>() {
-        return None;
-    }
-    // SAFETY: `T` is `f32` (checked above): the casts are identities.
-    unsafe {
-        Some((
-            std::slice::from_raw_parts(x.as_ptr() as *const f32, x.len()),
-            std::slice::from_raw_parts_mut(y.as_mut_ptr() as *mut f32, y.len()),
-        ))
-    }
-}
-
-/// Forward projection: `sino[view, u, v] = w · Σ_planes interp(vol)`, parallel over views and
-/// plane-major within a view.
-pub(crate) fn forward<T: Scalar>(geom: &VecGeometry, grid: &Grid, vol: &[T], sino: &mut [T]) {
-    #[cfg(target_arch = "x86_64")]
-    if let Some((vol, sino)) = as_f32(vol, sino) {
-        if super::window2d::available(geom, grid) {
-            return super::window2d::forward(geom, grid, vol, sino);
-        }
-        if super::window3d::available(geom, grid) {
-            return super::window3d::forward(geom, grid, vol, sino);
-        }
-    }
-    forward_planes(geom, grid, vol, sino)
-}
-
-/// [`forward`] by the plane-major per-plane kernels (any dimension and scalar type).
-pub(crate) fn forward_planes<T: Scalar>(
-    geom: &VecGeometry,
-    grid: &Grid,
-    vol: &[T],
-    sino: &mut [T],
-) {
-    let (nu, nv) = (geom.nu(), geom.nv());
-    let shape = grid.shape;
-    let st = strides(shape);
-    let three_d = geom.ndim() == 3;
-    sino.par_chunks_mut(nu * nv).enumerate().for_each_init(
-        || (ViewRays::<T>::new(), Vec::<T>::new()),
-        |(vr, acc), (view, out)| {
-            vr.setup(geom, grid, view);
-            acc.clear();
-            acc.resize(vr.det.len(), T::zero());
-            for a in 0..3 {
-                let (k0, k1) = (vr.class[a], vr.class[a + 1]);
-                if k0 == k1 {
-                    continue;
-                }
-                let plane = vr.plane(a, shape, st, three_d);
-                let (lo, hi) = vr.planes[a];
-                for m in lo..hi {
-                    let slab = &vol[m * st[a]..];
-                    kernels::forward_plane(&plane, slab, m, vr, k0, k1, &mut acc[k0..k1]);
-                }
-            }
-            out.iter_mut().for_each(|o| *o = T::zero());
-            for ((&d, &w), &s) in vr.det.iter().zip(&vr.w).zip(acc.iter()) {
-                out[d as usize] = s * w;
-            }
-        },
-    );
-}
-
-/// The exact transpose of [`forward`]: `vol = Σ_rays w · sino · interpᵀ`.
-///
-/// Views are taken in blocks whose rays are set up in parallel; then, per dominant axis `a`, the
-/// volume is split into slabs of planes along `a` and each task adds, for every ray of the block
-/// with dominant axis `a`, the contributions to the planes of its own slab: tasks never write the
-/// same voxel.
-pub(crate) fn transpose<T: Scalar>(
-    geom: &VecGeometry,
-    grid: &Grid,
-    sino: &[T],
-    vol: &mut [T],
-    tasks: usize,
-) {
-    #[cfg(target_arch = "x86_64")]
-    if let Some((sino, vol)) = as_f32(sino, vol) {
-        if super::window2d::available(geom, grid) {
-            return super::window2d::transpose(geom, grid, sino, vol);
-        }
-        if super::window3d::available(geom, grid) {
-            return super::window3d::transpose(geom, grid, sino, vol, tasks);
-        }
-    }
-    transpose_planes(geom, grid, sino, vol, tasks)
-}
-
-/// [`transpose`] by the plane-major per-plane kernels (any dimension and scalar type).
-pub(crate) fn transpose_planes<T: Scalar>(
-    geom: &VecGeometry,
-    grid: &Grid,
-    sino: &[T],
-    vol: &mut [T],
-    tasks: usize,
-) {
-    vol.iter_mut().for_each(|x| *x = T::zero());
-    let (nu, nv) = (geom.nu(), geom.nv());
-    let shape = grid.shape;
-    let st = strides(shape);
-    let three_d = geom.ndim() == 3;
-    let len = vol.len();
-    let ptr = VolPtr(vol.as_mut_ptr());
-    let block = tasks.max(1);
-    let mut views: Vec<ViewRays<T>> = (0..block).map(|_| ViewRays::new()).collect();
-    for first in (0..geom.num_views()).step_by(block) {
-        let count = block.min(geom.num_views() - first);
-        views[..count]
-            .par_iter_mut()
-            .enumerate()
-            .for_each(|(k, vr)| {
-                let view = first + k;
-                vr.setup(geom, grid, view);
-                vr.set_coefficients(&sino[view * nu * nv..(view + 1) * nu * nv]);
-            });
-        for a in 0..geom.ndim() {
-            let n_a = shape[a];
-            let k = tasks.clamp(1, n_a);
-            let views = &views[..count];
-            (0..k).into_par_iter().for_each(|t| {
-                let (p, q) = (t * n_a / k, (t + 1) * n_a / k);
-                let ptr = &ptr;
-                for vr in views {
-                    let (k0, k1) = (vr.class[a], vr.class[a + 1]);
-                    if k0 == k1 {
-                        continue;
-                    }
-                    let plane = vr.plane(a, shape, st, three_d);
-                    let (lo, hi) = vr.planes[a];
-                    for m in lo.max(p)..hi.min(q) {
-                        let off = m * st[a];
-                        debug_assert!(off < len);
-                        // SAFETY: plane `m` of axis `a`, `p <= m < q`, is written only by this
-                        // task in this pass; the kernel writes only in-grid voxels of that plane.
-                        unsafe { kernels::transpose_plane(&plane, ptr.0.add(off), m, vr, k0, k1) };
-                    }
-                }
-            });
-        }
-    }
-}
 /// The detector indices of the column (`nv` rows) of detector index `det`: membership is a
 /// range check, one division per column instead of one per ray.
-pub(super) fn detector_column(det: u32, nv: usize) -> std::ops::Range<usize> {
+pub(crate) fn detector_column(det: u32, nv: usize) -> std::ops::Range<usize> {
     let start = det as usize / nv * nv;
     start..start + nv
 }

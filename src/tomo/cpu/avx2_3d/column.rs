@@ -21,9 +21,10 @@
 
 use std::arch::x86_64::*;
 
-use super::joseph::{detector_column, Group, ViewRays};
-use super::lanes::{coords, fits, lanes_n, window};
-use super::window3d::{steps_pattern, Layout, ROUTES};
+use super::layout::Layout;
+use super::routes::{steps_pattern, ROUTES};
+use crate::tomo::cpu::lanes::{coords, fits, lanes_n, window};
+use crate::tomo::cpu::view_rays::{detector_column, Group, ViewRays};
 
 /// Zero cells on each side of a buffer row.
 const PAD: usize = 32;
@@ -99,7 +100,7 @@ fn b_taps([fb0, sb]: [f32; 2], m: usize, nb: i32) -> Option<(i32, f32, f32, [boo
 }
 
 /// Prefetches the row that the following detector columns reach (`ahead` from row `ib` of the
-/// plane at `plane`, see `window3d::next_row`). Prefetches do not fault, whatever the address.
+/// plane at `plane`, see `window::next_row`). Prefetches do not fault, whatever the address.
 #[inline(always)]
 unsafe fn prefetch_row(plane: *const f32, ib: i32, l: &Layout, ahead: isize) {
     let row = plane.wrapping_offset(ib as isize * l.sb as isize + ahead);
@@ -430,9 +431,8 @@ unsafe fn add_rows<const R: usize>(prof: *mut f32, n8: usize, rows: [(*mut f32, 
 
 #[cfg(test)]
 mod tests {
-    use super::super::joseph::ViewRays;
-    use super::super::ray::Grid;
     use super::*;
+    use crate::tomo::grid::Grid;
     use crate::tomo::Geometry;
     use crate::UniformPartition;
 

@@ -28,7 +28,7 @@
 
 use std::arch::x86_64::*;
 
-use super::joseph::ViewRays;
+use crate::tomo::cpu::view_rays::ViewRays;
 
 /// Bins of sentinel rays on each side of a table: the kernels' loads stay inside.
 const TPAD: usize = 16;

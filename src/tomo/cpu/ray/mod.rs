@@ -1,61 +1,19 @@
 //! Ray set-up for Joseph's method, shared by the forward projection and its transpose so that
 //! both use bit-identical weights.
+//!
+//! The set-up is a part of the backends' shared [`Grid`] ([`Grid::view_rays`]); what it
+//! produces and shares is in [`parts`], and [`avx2`] sets up four rays at a time.
+
+#[cfg(target_arch = "x86_64")]
+mod avx2;
+mod parts;
+
+pub(crate) use parts::{other_axes, Ray};
+use parts::{Column, Direction};
 
 use crate::tomo::geometry::{Beam, VecGeometry};
+use crate::tomo::grid::Grid;
 use crate::Scalar;
-
-/// The volume grid in world coordinates: `shape`, lower corner and cell sides, padded to 3 axes
-/// (a 2D grid has a third axis of one cell).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Grid {
-    pub(crate) shape: [usize; 3],
-    pub(crate) min: [f64; 3],
-    pub(crate) h: [f64; 3],
-    /// `1 / h`.
-    pub(crate) inv_h: [f64; 3],
-}
-
-/// One ray marched along its dominant axis `a`: at plane `m` (integer index along `a`) the
-/// fractional indices along the other axes `b < c` are `fb0 + m·sb` and `fc0 + m·sc`; each plane
-/// contributes with weight `w` (the step length) times the (bi)linear interpolation weights.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Ray<T> {
-    pub(crate) a: usize,
-    pub(crate) fb0: T,
-    pub(crate) sb: T,
-    pub(crate) fc0: T,
-    pub(crate) sc: T,
-    pub(crate) w: T,
-    /// First plane with a possibly non-zero contribution.
-    pub(crate) m0: usize,
-    /// One past the last such plane.
-    pub(crate) m1: usize,
-}
-
-/// The direction-dependent part of a ray's set-up: dominant axis `a`, `1/d[a]`, the weight `w`
-/// (step length per plane), and the slopes of the fractional indices along the other axes per
-/// plane with their reciprocals.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Direction {
-    pub(super) a: usize,
-    pub(super) three_d: bool,
-    pub(super) inv_da: f64,
-    pub(super) w: f64,
-    pub(super) sb: f64,
-    pub(super) inv_sb: f64,
-    pub(super) sc: f64,
-    pub(super) inv_sc: f64,
-}
-
-/// The two non-dominant axes, in increasing order.
-#[inline(always)]
-pub(crate) fn other_axes(a: usize) -> (usize, usize) {
-    match a {
-        0 => (1, 2),
-        1 => (0, 2),
-        _ => (0, 1),
-    }
-}
 
 /// `⌊x⌋` for `|x| < 2⁶²` without a libm call.
 #[inline(always)]
@@ -258,9 +216,7 @@ impl Grid {
                             let v = &geom.views()[view];
                             // SAFETY: AVX2 checked by `simd`; the grid is 3D.
                             let quad = (nu, nv);
-                            if unsafe {
-                                super::ray_avx2::column_quad(self, cl, v, quad, (iu, iv), &mut f)
-                            } {
+                            if unsafe { avx2::column_quad(self, cl, v, quad, (iu, iv), &mut f) } {
                                 iv += 4;
                                 continue;
                             }
@@ -313,9 +269,7 @@ impl Grid {
                     let (shape, at) = ((nu, nv), (iu, iv));
                     // SAFETY: AVX2 checked by `simd`.
                     if unsafe {
-                        super::ray_avx2::parallel_quad::<T, A, C3>(
-                            self, v, shape, d, dir, at, along_v, &mut f,
-                        )
+                        avx2::parallel_quad::<T, A, C3>(self, v, shape, d, dir, at, along_v, &mut f)
                     } {
                         i += 4;
                         continue;
@@ -421,23 +375,6 @@ fn simd() -> bool {
     {
         false
     }
-}
-
-/// What the 3D rays of a detector column share when their dominant axis `a` and their
-/// coordinates along `a` and `b` (point and direction) are bit-identical: the reciprocal of the
-/// direction along `a`, the `b` track and the planes it allows.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Column {
-    pub(super) a: usize,
-    /// Bits of `q[a]`, `q[b]`, `d[a]`, `d[b]`.
-    pub(super) key: [u64; 4],
-    pub(super) inv_da: f64,
-    pub(super) tm: f64,
-    pub(super) t0: f64,
-    pub(super) fb0: f64,
-    pub(super) sb: f64,
-    pub(super) lo: f64,
-    pub(super) hi: f64,
 }
 
 impl Column {

@@ -13,23 +13,26 @@
 //! The transpose walks the same blocks: each task owns blocks of planes, accumulates the taps of
 //! all rays of a block of views into its scratch slab (padding absorbs the taps outside the grid)
 //! and adds the slab to the volume. Parallel-beam views with a uniform detector are gathered cell
-//! by cell ([`super::gather2d`]); the other views scatter their rays' tap pairs. Taps and weights are those of [`super::kernels`]: the
-//! coordinate at plane `m` is `f0 + m·s` (a product and a sum, not fused), the taps `⌊f⌋`,
-//! `⌊f⌋ + 1` with weights `1 − t`, `t`; so forward and transpose are exact transposes, and the
-//! forward is bit-identical to the portable kernel.
+//! by cell ([`super::gather`]); the other views scatter their rays' tap pairs. Taps and weights
+//! are those of the plane-major kernels ([`crate::tomo::cpu::planes`]): the coordinate at plane
+//! `m` is `f0 + m·s` (a product and a sum, not fused), the taps `⌊f⌋`, `⌊f⌋ + 1` with weights
+//! `1 − t`, `t`; so forward and transpose are exact transposes, and the forward is bit-identical
+//! to the portable kernel.
 
 use std::arch::x86_64::*;
 
 use rayon::prelude::*;
 
-use super::bins2d::{self, Bins};
-use super::gather2d::{by_kind, gather_block, Uniform, MAX_PLANES};
-use super::joseph::{Group, ViewRays};
-use super::lanes::{
+use super::bins::{self, Bins};
+use super::gather::{by_kind, gather_block, Uniform, MAX_PLANES};
+use crate::tomo::cpu::lanes::{
     add_pair, coords, fits, lanes, parallel_halves, transpose8, window, window_halves,
 };
-use super::ray::{other_axes, Grid};
+use crate::tomo::cpu::ray::other_axes;
+use crate::tomo::cpu::send_ptr::SendPtr;
+use crate::tomo::cpu::view_rays::{Group, ViewRays};
 use crate::tomo::geometry::VecGeometry;
+use crate::tomo::grid::Grid;
 
 /// Zero cells on each side of a scratch row: a window whose first tap is in `[−PAD, n)` reads
 /// inside the row.
@@ -37,8 +40,8 @@ const PAD: usize = 16;
 /// Planes per block.
 const PLANES: usize = 16;
 // The gather kernels keep per-plane parameters for at most MAX_PLANES planes.
-const _: () = assert!(PLANES <= MAX_PLANES && PLANES <= bins2d::MAX_PLANES);
-const _: () = assert!(FORWARD_PLANES <= bins2d::MAX_PLANES && PAD >= bins2d::ROW_PAD);
+const _: () = assert!(PLANES <= MAX_PLANES && PLANES <= bins::MAX_PLANES);
+const _: () = assert!(FORWARD_PLANES <= bins::MAX_PLANES && PAD >= bins::ROW_PAD);
 /// Planes per block of the forward (one scratch slab).
 const FORWARD_PLANES: usize = 16;
 /// Views whose rays are set up together in the transpose.
@@ -249,7 +252,7 @@ pub(crate) fn forward(geom: &VecGeometry, grid: &Grid, vol: &[f32], sino: &mut [
                                 // SAFETY: AVX2 and FMA checked by `available`; the scratch has
                                 // `npl` rows of `l.row()` cells with `PAD` zeros on each side.
                                 unsafe {
-                                    bins2d::forward_block(
+                                    bins::forward_block(
                                         b,
                                         a,
                                         r,
@@ -366,7 +369,7 @@ pub(crate) fn transpose(geom: &VecGeometry, grid: &Grid, sino: &[f32], vol: &mut
             );
             let gathers = !binned.is_empty() || gather.iter().any(|g| !g.is_empty());
             // Each task owns whole blocks of planes: disjoint voxels.
-            let slabs = SlabWriter::new(vol);
+            let slabs = SendPtr::new(vol);
             (0..nblocks).into_par_iter().for_each_init(
                 || vec![0.0f32; 2 * PLANES * l.row()],
                 |scr, blk| {
@@ -379,7 +382,7 @@ pub(crate) fn transpose(geom: &VecGeometry, grid: &Grid, sino: &[f32], vol: &mut
                         // SAFETY: AVX2 and FMA checked by `available`; the slab has `npl` rows
                         // of `l.row()` cells with `PAD ≥ 8` padding cells after the `nb` cells.
                         unsafe {
-                            bins2d::transpose_block(scr, l.row(), PAD, l.nb, mb, npl, &binned);
+                            bins::transpose_block(scr, l.row(), PAD, l.nb, mb, npl, &binned);
                             gather_block(scr, l.row(), PAD, l.nb, mb, npl, &gather)
                         };
                     }
@@ -390,7 +393,7 @@ pub(crate) fn transpose(geom: &VecGeometry, grid: &Grid, sino: &[f32], vol: &mut
                             continue;
                         }
                         if b.takes(a) {
-                            bins2d::transpose_extra(b, a, r, scr, (l.row(), PAD, l.nb), mb, npl);
+                            bins::transpose_extra(b, a, r, scr, (l.row(), PAD, l.nb), mb, npl);
                             continue;
                         }
                         if u.takes(a) {
@@ -418,38 +421,13 @@ pub(crate) fn transpose(geom: &VecGeometry, grid: &Grid, sino: &[f32], vol: &mut
                         };
                     }
                     if any {
-                        // SAFETY: planes `mb..mb + npl` of class `a` belong to this task alone.
-                        unsafe { slabs.add(&l, mb, npl, scr) };
+                        // SAFETY: planes `mb..mb + npl` of class `a` belong to this task alone,
+                        // and `store_slab` touches only them; AVX2 checked by `available`.
+                        unsafe { store_slab(slabs.slice_mut(), &l, mb, npl, scr) };
                     }
                 },
             );
         }
-    }
-}
-
-/// Shared access to the volume for tasks that own disjoint blocks of planes.
-struct SlabWriter {
-    ptr: *mut f32,
-    len: usize,
-}
-// SAFETY: tasks write only the planes they own (disjoint voxel sets).
-unsafe impl Send for SlabWriter {}
-unsafe impl Sync for SlabWriter {}
-
-impl SlabWriter {
-    fn new(vol: &mut [f32]) -> Self {
-        Self {
-            ptr: vol.as_mut_ptr(),
-            len: vol.len(),
-        }
-    }
-
-    /// # Safety
-    /// No other task may access planes `mb..mb + npl` of the class meanwhile.
-    unsafe fn add(&self, l: &Layout, mb: usize, npl: usize, scr: &[f32]) {
-        // SAFETY: the caller owns these planes; `store_slab` touches only them.
-        let vol = unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) };
-        unsafe { store_slab(vol, l, mb, npl, scr) };
     }
 }
 
@@ -684,8 +662,8 @@ mod tests {
     use proptest::prelude::*;
     use rand::{Rng, SeedableRng};
 
-    use super::super::joseph;
     use super::*;
+    use crate::tomo::cpu::planes;
     use crate::tomo::Geometry;
     use crate::UniformPartition;
 
@@ -737,7 +715,7 @@ mod tests {
         let n = g.shape[0] * g.shape[1];
         let (mut x1, mut x2) = (vec![0f32; n], vec![0f32; n]);
         transpose(v, g, y, &mut x1);
-        joseph::transpose_planes(v, g, y, &mut x2, 3);
+        planes::transpose(v, g, y, &mut x2, 3);
         let scale = x2
             .iter()
             .fold(0f32, |m, a| m.max(a.abs()))
@@ -811,7 +789,7 @@ mod tests {
         let x = random(g.shape[0] * g.shape[1], 7);
         let (mut s1, mut s2) = (vec![0f32; ns], vec![0f32; ns]);
         forward(v, &g, &x, &mut s1);
-        joseph::forward_planes(v, &g, &x, &mut s2);
+        planes::forward(v, &g, &x, &mut s2);
         assert!(s1 == s2, "forward differs");
         transposes_agree(v, &g, &random(ns, 8)).unwrap();
     }
@@ -844,7 +822,7 @@ mod tests {
             let ns = v.num_views() * v.nu();
             let (mut s1, mut s2) = (vec![0f32; ns], vec![0f32; ns]);
             forward(v, &g, &x, &mut s1);
-            joseph::forward_planes(v, &g, &x, &mut s2);
+            planes::forward(v, &g, &x, &mut s2);
             prop_assert!(s1 == s2, "forward differs");
             transposes_agree(v, &g, &random(ns, seed ^ 1))?;
         }
@@ -859,7 +837,7 @@ mod tests {
             let ns = v.num_views() * v.nu();
             let (mut s1, mut s2) = (vec![0f32; ns], vec![0f32; ns]);
             forward(v, &g, &x, &mut s1);
-            joseph::forward_planes(v, &g, &x, &mut s2);
+            planes::forward(v, &g, &x, &mut s2);
             prop_assert!(s1 == s2, "forward differs");
             transposes_agree(v, &g, &random(ns, seed ^ 1))?;
         }

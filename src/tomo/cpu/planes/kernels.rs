@@ -6,16 +6,21 @@
 //! range `[m0, m1)` are skipped. The forward and the transpose visit exactly the same taps with
 //! exactly the same weights.
 
-use super::joseph::ViewRays;
+use super::plane::Plane;
+use crate::tomo::cpu::view_rays::ViewRays;
+#[cfg(target_arch = "x86_64")]
+use crate::tomo::cpu::view_rays::ViewRaysOf;
 use crate::Scalar;
+#[cfg(target_arch = "x86_64")]
+use crate::ScalarFamily;
 
-/// Layout of one plane of the volume for a dominant axis: the two in-plane axes `b < c`.
-pub(crate) struct Plane {
-    pub(crate) stride_b: usize,
-    pub(crate) stride_c: usize,
-    pub(crate) nb: usize,
-    pub(crate) nc: usize,
-    pub(crate) three_d: bool,
+/// The [`ScalarFamily`] of raw pointers `*mut T` (a plane's first voxel for the transpose).
+#[cfg(target_arch = "x86_64")]
+struct MutPtrOf;
+
+#[cfg(target_arch = "x86_64")]
+impl ScalarFamily for MutPtrOf {
+    type Of<T: Scalar> = *mut T;
 }
 
 /// Floor of `f ≥ −4` (and any `f` whose floor is outside the grid maps outside the grid) by
@@ -68,8 +73,13 @@ pub(crate) fn forward_plane<T: Scalar>(
     k1: usize,
     acc: &mut [T],
 ) {
+    // The AVX2 kernel for `f32` (the same taps and weights) where the CPU has it.
     #[cfg(target_arch = "x86_64")]
-    {
+    if let (Some(plane), Some(vr), Some(acc)) = (
+        T::as_f32_slice(plane),
+        T::as_f32::<ViewRaysOf>(vr),
+        T::as_f32_slice_mut(acc),
+    ) {
         if super::avx2::forward_plane(p, plane, m, vr, k0, k1, acc) {
             return;
         }
@@ -99,8 +109,9 @@ pub(crate) unsafe fn transpose_plane<T: Scalar>(
     k0: usize,
     k1: usize,
 ) {
+    // The AVX2 kernel for `f32` (the same taps and weights) where the CPU has it.
     #[cfg(target_arch = "x86_64")]
-    {
+    if let (Some(&plane), Some(vr)) = (T::as_f32::<MutPtrOf>(&plane), T::as_f32::<ViewRaysOf>(vr)) {
         // SAFETY: same contract.
         if unsafe { super::avx2::transpose_plane(p, plane, m, vr, k0, k1) } {
             return;

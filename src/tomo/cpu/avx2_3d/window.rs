@@ -8,11 +8,11 @@
 //! consecutive cells of each: four unaligned loads and permutes per row replace four gathers.
 //! A group keeps its running sums in a register over all of its planes. Groups whose lanes do
 //! not share the `b` tap, do not fit the window, or touch the volume's border at a plane are
-//! done lane by lane at that plane, with the formulas of [`super::kernels`]; classes whose `c`
+//! done lane by lane at that plane, with the formulas of [`crate::tomo::cpu::planes`]; classes whose `c`
 //! axis is not contiguous use the plane-major kernels.
 //!
 //! Detector columns whose rays all share their `b` track go to the column kernels of
-//! [`super::column3d`] (the `b` interpolation once per column and plane, on whole rows); the
+//! [`super::column`] (the `b` interpolation once per column and plane, on whole rows); the
 //! group kernels here take the others.
 //!
 //! Forward: parallel over views; the group kernel has the products and order of the additions
@@ -24,18 +24,21 @@ use std::arch::x86_64::*;
 
 use rayon::prelude::*;
 
-use super::column3d;
-use super::joseph::{Group, ViewRays};
-use super::kernels::{self, Plane};
-use super::lanes::{add_pair, coords, fits, lanes_n, window};
-use super::ray::{other_axes, Grid};
+use super::column;
+use super::layout::Layout;
+use super::routes::{steps_pattern, ROUTES};
+use crate::tomo::cpu::lanes::{add_pair, coords, fits, lanes_n, window};
+use crate::tomo::cpu::planes;
+use crate::tomo::cpu::send_ptr::SendPtr;
+use crate::tomo::cpu::view_rays::{Group, ViewRays};
 use crate::tomo::geometry::VecGeometry;
+use crate::tomo::grid::Grid;
 
 /// Planes per block: all groups of a view march through a block before the next one, so the
 /// block's pages stay in the TLB and its rows in cache.
 const PLANES: usize = 4;
 // The column kernels take a block of planes at a time.
-const _: () = assert!(PLANES <= column3d::MAX_PLANES);
+const _: () = assert!(PLANES <= column::MAX_PLANES);
 
 /// Whether the windowed path can run: 3D, AVX2 and FMA present, indices small enough for exact
 /// `f32` plane numbers and `i32` offsets.
@@ -45,42 +48,6 @@ pub(crate) fn available(geom: &VecGeometry, grid: &Grid) -> bool {
         && grid.shape.iter().product::<usize>() < (i32::MAX as usize) / 2
         && is_x86_feature_detected!("avx2")
         && is_x86_feature_detected!("fma")
-}
-
-/// Layout of one class (dominant axis `a`).
-#[derive(Clone, Copy)]
-pub(super) struct Layout {
-    pub(super) nb: i32,
-    pub(super) nc: i32,
-    pub(super) sa: usize,
-    pub(super) sb: usize,
-    pub(super) sc: usize,
-    pub(super) len: usize,
-}
-
-impl Layout {
-    fn new(shape: [usize; 3], a: usize) -> Self {
-        let (b, c) = other_axes(a);
-        let st = [shape[1] * shape[2], shape[2], 1];
-        Self {
-            nb: shape[b] as i32,
-            nc: shape[c] as i32,
-            sa: st[a],
-            sb: st[b],
-            sc: st[c],
-            len: shape.iter().product(),
-        }
-    }
-
-    fn plane(&self) -> Plane {
-        Plane {
-            stride_b: self.sb,
-            stride_c: self.sc,
-            nb: self.nb as usize,
-            nc: self.nc as usize,
-            three_d: true,
-        }
-    }
 }
 
 /// Where a group's taps at a plane are: `Fast` (shared `b` tap with both rows in the grid,
@@ -222,16 +189,16 @@ pub(crate) fn forward(geom: &VecGeometry, grid: &Grid, vol: &[f32], sino: &mut [
                     let (lo, hi) = r.planes[a];
                     for m in lo..hi {
                         let slab = &vol[m * l.sa..];
-                        kernels::forward_plane(&plane, slab, m, r, k0, k1, &mut acc[k0..k1]);
+                        planes::forward_plane(&plane, slab, m, r, k0, k1, &mut acc[k0..k1]);
                     }
                     continue;
                 }
                 let groups = &r.groups[r.gclass[a]..r.gclass[a + 1]];
                 let ahead = next_row(r, a, &l);
                 let (lo, hi) = r.planes[a];
-                column3d::columns(r, groups, nv, cols);
-                if buf.len() != column3d::buffer_len(l.nc as usize) {
-                    *buf = column3d::buffer(l.nc as usize);
+                column::columns(r, groups, nv, cols);
+                if buf.len() != column::buffer_len(l.nc as usize) {
+                    *buf = column::buffer(l.nc as usize);
                 }
                 // Blocks of planes: the pages and cache lines of a few planes serve all groups.
                 for mb in (lo..hi).step_by(PLANES) {
@@ -246,7 +213,7 @@ pub(crate) fn forward(geom: &VecGeometry, grid: &Grid, vol: &[f32], sino: &mut [
                             // SAFETY: AVX2 and FMA checked by `available`; `vol` is the whole
                             // volume of `l` (`l.sc == 1`), `buf` a buffer for `l.nc`.
                             unsafe {
-                                column3d::forward_column(
+                                column::forward_column(
                                     vol, &l, r, col_groups, col.track, m0, m1, ahead, buf, acc,
                                 )
                             };
@@ -374,76 +341,6 @@ unsafe fn forward_group(
     }
 }
 
-/// For a pattern of seven steps between the lower `c` taps of neighbouring lanes (bit `q − 1`
-/// set: lane `q`'s tap is two cells above lane `q − 1`'s, else one), the lane whose lower tap
-/// (`lo`) and whose upper tap (`hi`) is each cell of a sixteen-cell window starting at lane 0's
-/// lower tap, in two halves of eight; −1 where none.
-#[derive(Clone, Copy)]
-pub(super) struct Route {
-    lo: [[i32; 8]; 2],
-    hi: [[i32; 8]; 2],
-}
-
-impl Route {
-    /// The lane indices of half `h` of the window (lower taps, upper taps).
-    #[inline(always)]
-    pub(super) unsafe fn lane_vectors(&self, h: usize) -> (__m256i, __m256i) {
-        (
-            _mm256_loadu_si256(self.lo[h].as_ptr() as *const __m256i),
-            _mm256_loadu_si256(self.hi[h].as_ptr() as *const __m256i),
-        )
-    }
-}
-
-/// [`Route`]s of all 128 step patterns.
-pub(super) static ROUTES: [Route; 128] = routes();
-
-const fn routes() -> [Route; 128] {
-    let mut t = [Route {
-        lo: [[-1; 8]; 2],
-        hi: [[-1; 8]; 2],
-    }; 128];
-    let mut p = 0;
-    while p < 128 {
-        let mut pos = 0;
-        let mut q: i32 = 0;
-        while q < 8 {
-            if q > 0 {
-                pos += 1 + ((p >> (q - 1)) & 1);
-            }
-            t[p].lo[pos / 8][pos % 8] = q;
-            t[p].hi[(pos + 1) / 8][(pos + 1) % 8] = q;
-            q += 1;
-        }
-        p += 1;
-    }
-    t
-}
-
-/// The step pattern of the lanes' lower taps `taps` (cell indices, or offsets from any common
-/// origin: only the steps between neighbouring lanes count) for [`ROUTES`], or `None` when a
-/// step is neither one nor two cells.
-#[inline(always)]
-pub(super) unsafe fn steps_pattern(taps: __m256i) -> Option<usize> {
-    let prev = _mm256_permutevar8x32_epi32(taps, _mm256_setr_epi32(0, 0, 1, 2, 3, 4, 5, 6));
-    let d = _mm256_sub_epi32(taps, prev);
-    let step = |n: i32| {
-        _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(
-            d,
-            _mm256_set1_epi32(n),
-        )))
-    };
-    let (one, two) = (step(1), step(2));
-    ((one | two) & 0xfe == 0xfe).then_some((two >> 1) as usize)
-}
-
-/// Shared access to the volume for tasks that own disjoint slabs of planes.
-#[derive(Clone, Copy)]
-struct VolPtr(*mut f32);
-// SAFETY: tasks write only the planes of their own slab (disjoint voxel sets).
-unsafe impl Send for VolPtr {}
-unsafe impl Sync for VolPtr {}
-
 /// The exact transpose of [`forward`]; `tasks` slabs per dominant axis.
 pub(crate) fn transpose(
     geom: &VecGeometry,
@@ -457,9 +354,9 @@ pub(crate) fn transpose(
     let (nu, nv) = (geom.nu(), geom.nv());
     let nviews = geom.num_views();
     let shape = grid.shape;
-    let ptr = VolPtr(vol.as_mut_ptr());
+    let ptr = SendPtr::new(vol);
     let block = (2 * tasks).clamp(1, nviews.max(1));
-    let mut views: Vec<(ViewRays<f32>, [Vec<column3d::Column>; 3])> = (0..block)
+    let mut views: Vec<(ViewRays<f32>, [Vec<column::Column>; 3])> = (0..block)
         .map(|_| (ViewRays::new(), Default::default()))
         .collect();
     for first in (0..nviews).step_by(block) {
@@ -473,7 +370,7 @@ pub(crate) fn transpose(
                 r.orient(nv);
                 r.set_coefficients(&sino[view * nu * nv..(view + 1) * nu * nv]);
                 for (a, cols) in cols.iter_mut().enumerate() {
-                    column3d::columns(r, &r.groups[r.gclass[a]..r.gclass[a + 1]], nv, cols);
+                    column::columns(r, &r.groups[r.gclass[a]..r.gclass[a + 1]], nv, cols);
                 }
             });
         let views = &views[..count];
@@ -485,7 +382,7 @@ pub(crate) fn transpose(
             let k = tasks.max(n_a.div_ceil(8)).clamp(1, n_a);
             let nc = l.nc as usize;
             (0..k).into_par_iter().for_each_init(
-                || column3d::buffer(nc),
+                || column::buffer(nc),
                 |buf, t| {
                     let ptr = &ptr;
                     let (p, q) = (t * n_a / k, (t + 1) * n_a / k);
@@ -505,9 +402,9 @@ pub(crate) fn transpose(
                                     // SAFETY: plane `m` (p <= m < q) of axis `a` is written only
                                     // by this task in this pass.
                                     unsafe {
-                                        kernels::transpose_plane(
+                                        planes::transpose_plane(
                                             &plane,
-                                            ptr.0.add(m * l.sa),
+                                            ptr.as_mut_ptr().add(m * l.sa),
                                             m,
                                             r,
                                             k0,
@@ -529,8 +426,16 @@ pub(crate) fn transpose(
                                     // SAFETY: as above; AVX2 and FMA checked by `available`, `buf`
                                     // a zero buffer for `l.nc`.
                                     unsafe {
-                                        column3d::transpose_column(
-                                            ptr.0, &l, r, col_groups, col.track, m0, m1, ahead, buf,
+                                        column::transpose_column(
+                                            ptr.as_mut_ptr(),
+                                            &l,
+                                            r,
+                                            col_groups,
+                                            col.track,
+                                            m0,
+                                            m1,
+                                            ahead,
+                                            buf,
                                         )
                                     };
                                     continue;
@@ -540,7 +445,17 @@ pub(crate) fn transpose(
                                         ((g.lo as usize).max(mb), (g.hi as usize).min(me));
                                     if m0 < m1 {
                                         // SAFETY: as above; AVX2 and FMA checked by `available`.
-                                        unsafe { transpose_group(ptr.0, &l, r, g, m0, m1, ahead) };
+                                        unsafe {
+                                            transpose_group(
+                                                ptr.as_mut_ptr(),
+                                                &l,
+                                                r,
+                                                g,
+                                                m0,
+                                                m1,
+                                                ahead,
+                                            )
+                                        };
                                     }
                                 }
                             }
@@ -693,7 +608,6 @@ mod tests {
     use proptest::prelude::*;
     use rand::{Rng, SeedableRng};
 
-    use super::super::joseph;
     use super::*;
     use crate::tomo::Geometry;
     use crate::UniformPartition;
@@ -770,7 +684,7 @@ mod tests {
             let ns = v.num_views() * v.nu() * v.nv();
             let (mut s1, mut s2) = (vec![0f32; ns], vec![0f32; ns]);
             forward(v, &g, &x, &mut s1);
-            joseph::forward_planes(v, &g, &x, &mut s2);
+            planes::forward(v, &g, &x, &mut s2);
             // Same taps and weights; the AVX2 gather kernel sums a plane's four taps pairwise.
             let top = s2.iter().fold(0f32, |m, a| m.max(a.abs())).max(f32::MIN_POSITIVE);
             for (a, b) in s1.iter().zip(&s2) {
@@ -779,7 +693,7 @@ mod tests {
             let y = random(ns, seed ^ 1);
             let (mut x1, mut x2) = (vec![0f32; x.len()], vec![0f32; x.len()]);
             transpose(v, &g, &y, &mut x1, 3);
-            joseph::transpose_planes(v, &g, &y, &mut x2, 3);
+            planes::transpose(v, &g, &y, &mut x2, 3);
             let scale = x2.iter().fold(0f32, |m, a| m.max(a.abs())).max(f32::MIN_POSITIVE);
             for (a, b) in x1.iter().zip(&x2) {
                 prop_assert!((a - b).abs() <= 1e-5 * scale, "transpose {a} vs {b}");

@@ -1,45 +1,34 @@
-//! AVX2 version of the forward per-plane kernel for `f32` (8 rays per instruction, masked
-//! gathers). Selected at run time; computes the same taps and weights as the portable kernel.
+//! AVX2 versions of the per-plane kernels for `f32` (8 rays per instruction; the forward with
+//! masked gathers). Selected at run time; computes the same taps and weights as the portable
+//! kernel.
 
-use std::any::TypeId;
 use std::arch::x86_64::*;
 
-use super::joseph::ViewRays;
-use super::kernels::Plane;
-use crate::Scalar;
+use super::plane::Plane;
+use crate::tomo::cpu::view_rays::ViewRays;
 
-/// Runs the AVX2 kernel when `T = f32`, the CPU has AVX2 and FMA, and offsets fit in `i32`;
-/// returns whether it ran.
+/// Runs the AVX2 kernel when the CPU has AVX2 and FMA and offsets fit in `i32`; returns
+/// whether it ran.
 #[inline]
-pub(crate) fn forward_plane<T: Scalar>(
+pub(super) fn forward_plane(
     p: &Plane,
-    plane: &[T],
+    plane: &[f32],
     m: usize,
-    vr: &ViewRays<T>,
+    vr: &ViewRays<f32>,
     k0: usize,
     k1: usize,
-    acc: &mut [T],
+    acc: &mut [f32],
 ) -> bool {
-    if TypeId::of::<T>() != TypeId::of::<f32>() || !is_x86_feature_detected!("avx2") {
+    if !is_x86_feature_detected!("avx2") {
         return false;
     }
     let extent = (p.nb * p.stride_b).max(p.nc * p.stride_c);
     if extent >= i32::MAX as usize / 2 || m >= (1 << 24) {
         return false;
     }
-    // SAFETY: T is f32 (checked above), so the reinterpretations are identities; AVX2 is present.
+    let rays = Rays::of(vr, k0, k1);
+    // SAFETY: AVX2 is present.
     unsafe {
-        let cast = |v: &Vec<T>| std::slice::from_raw_parts(v.as_ptr() as *const f32, v.len());
-        let plane = std::slice::from_raw_parts(plane.as_ptr() as *const f32, plane.len());
-        let acc = std::slice::from_raw_parts_mut(acc.as_mut_ptr() as *mut f32, acc.len());
-        let rays = Rays {
-            fb0: &cast(&vr.fb0)[k0..k1],
-            sb: &cast(&vr.sb)[k0..k1],
-            fc0: &cast(&vr.fc0)[k0..k1],
-            sc: &cast(&vr.sc)[k0..k1],
-            m0: &vr.m0[k0..k1],
-            m1: &vr.m1[k0..k1],
-        };
         if p.three_d {
             forward_3d(p, plane, m, &rays, acc);
         } else {
@@ -49,6 +38,7 @@ pub(crate) fn forward_plane<T: Scalar>(
     true
 }
 
+/// The parameters of rays `k0..k1` of a view that the kernels read.
 struct Rays<'a> {
     fb0: &'a [f32],
     sb: &'a [f32],
@@ -56,6 +46,19 @@ struct Rays<'a> {
     sc: &'a [f32],
     m0: &'a [u32],
     m1: &'a [u32],
+}
+
+impl<'a> Rays<'a> {
+    fn of(vr: &'a ViewRays<f32>, k0: usize, k1: usize) -> Self {
+        Self {
+            fb0: &vr.fb0[k0..k1],
+            sb: &vr.sb[k0..k1],
+            fc0: &vr.fc0[k0..k1],
+            sc: &vr.sc[k0..k1],
+            m0: &vr.m0[k0..k1],
+            m1: &vr.m1[k0..k1],
+        }
+    }
 }
 
 /// Lane masks and weights of one axis: lower tap index, in-range masks of both taps, weights.
@@ -234,32 +237,24 @@ fn scalar_tail(p: &Plane, plane: &[f32], m: usize, r: &Rays, acc: &mut [f32], fr
 /// # Safety
 /// As [`super::kernels::transpose_plane`].
 #[inline]
-pub(crate) unsafe fn transpose_plane<T: Scalar>(
+pub(super) unsafe fn transpose_plane(
     p: &Plane,
-    plane: *mut T,
+    plane: *mut f32,
     m: usize,
-    vr: &ViewRays<T>,
+    vr: &ViewRays<f32>,
     k0: usize,
     k1: usize,
 ) -> bool {
-    if TypeId::of::<T>() != TypeId::of::<f32>() || !is_x86_feature_detected!("avx2") {
+    if !is_x86_feature_detected!("avx2") {
         return false;
     }
     let extent = (p.nb * p.stride_b).max(p.nc * p.stride_c);
     if extent >= i32::MAX as usize / 2 || m >= (1 << 24) {
         return false;
     }
-    let cast = |v: &Vec<T>| std::slice::from_raw_parts(v.as_ptr() as *const f32, v.len());
-    let rays = Rays {
-        fb0: &cast(&vr.fb0)[k0..k1],
-        sb: &cast(&vr.sb)[k0..k1],
-        fc0: &cast(&vr.fc0)[k0..k1],
-        sc: &cast(&vr.sc)[k0..k1],
-        m0: &vr.m0[k0..k1],
-        m1: &vr.m1[k0..k1],
-    };
-    let coef = &cast(&vr.coef)[k0..k1];
-    transpose_simd(p, plane as *mut f32, m, &rays, coef);
+    let rays = Rays::of(vr, k0, k1);
+    // SAFETY: AVX2 is present; the plane as the caller's contract says.
+    unsafe { transpose_simd(p, plane, m, &rays, &vr.coef[k0..k1]) };
     true
 }
 

@@ -1,0 +1,9 @@
+//! The windowed Joseph kernels for 2D `f32` volumes on x86-64 with AVX2: the plane-blocked
+//! driver ([`window`]), parallel-beam views binned by offset ([`bins`]), and the pixel-driven
+//! gather transpose ([`gather`]).
+
+mod bins;
+mod gather;
+mod window;
+
+pub(crate) use window::{available, forward, transpose};
