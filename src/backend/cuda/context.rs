@@ -581,13 +581,6 @@ pub(crate) struct StagingGuard<'a> {
     ctx: &'a DeviceCtx,
 }
 
-/// A `*mut u8` that may cross threads (disjoint ranges are written by different rayon tasks).
-#[derive(Clone, Copy)]
-struct SendPtr(*mut u8);
-// SAFETY: used only for disjoint, synchronised copies below.
-unsafe impl Send for SendPtr {}
-unsafe impl Sync for SendPtr {}
-
 /// Copies `len` bytes from `src` to `dst` with several threads.
 ///
 /// # Safety
@@ -595,14 +588,16 @@ unsafe impl Sync for SendPtr {}
 unsafe fn par_copy(src: *const u8, dst: *mut u8, len: usize) {
     use rayon::prelude::*;
     const PIECE: usize = 1 << 20;
-    let (s, d) = (SendPtr(src as *mut u8), SendPtr(dst));
-    (0..len.div_ceil(PIECE)).into_par_iter().for_each(move |k| {
-        let (s, d) = (s, d);
-        let off = k * PIECE;
-        let n = PIECE.min(len - off);
-        // SAFETY: disjoint ranges inside the caller's valid buffers.
-        unsafe { std::ptr::copy_nonoverlapping(s.0.add(off), d.0.add(off), n) };
-    });
+    // SAFETY: the caller guarantees both ranges are valid for `len` bytes and disjoint.
+    let (src, dst) = unsafe {
+        (
+            std::slice::from_raw_parts(src, len),
+            std::slice::from_raw_parts_mut(dst, len),
+        )
+    };
+    dst.par_chunks_mut(PIECE)
+        .zip(src.par_chunks(PIECE))
+        .for_each(|(d, s)| d.copy_from_slice(s));
 }
 
 impl StagingGuard<'_> {
