@@ -1,5 +1,5 @@
-//! Tomography: acquisition geometries (ODL conventions), the ray transform with an exact adjoint,
-//! and phantoms.
+//! Tomography: acquisition geometries (ODL conventions), the ray transform with an exact adjoint
+//! (its factory, and its views split across several devices), and phantoms.
 
 mod backend;
 mod cpu;
@@ -7,7 +7,9 @@ mod cpu;
 mod cuda;
 pub mod fbp;
 pub mod geometry;
+mod multi_device;
 pub mod phantom;
+mod ray_factory;
 mod ray_transform;
 
 pub use backend::{Backend, CpuOptions, CudaOptions};
@@ -16,4 +18,5 @@ pub use geometry::{
     cone_beam_geometry, parallel_beam_geometry, Beam, Geometry, GeometryKind, GeometrySpec,
     TomoSpec, VecGeometry, View, VolumeSpec,
 };
+pub use multi_device::{MultiDeviceBackProjection, MultiDeviceRayTransform};
 pub use ray_transform::{RayBackProjection, RayTransform};
