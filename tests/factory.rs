@@ -507,3 +507,43 @@ fn ray_transform_factory_rejects_bad_volumes() {
         Err(Error::Geometry(_))
     ));
 }
+
+// ----------------------------------------------------------------------------- the type itself
+
+#[test]
+fn factories_are_plain_shared_descriptions() {
+    let count = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let c2 = count.clone();
+    let s = SpaceDesc::rn(&[3]);
+    let s2 = s.clone();
+    let f: LinFactory<f64> = Factory::from_fn(s.clone(), s.clone(), "counted", move |d| {
+        c2.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let op: LinOp<f64> = Arc::new(ScalingOperator::new(s2.build(d)?, 2.0));
+        Ok(op)
+    });
+    // Cloning and combining build nothing; every build is a fresh operator.
+    let g = f.clone();
+    let h = f.compose(&g).unwrap().right_scaled(0.5);
+    assert_eq!(count.load(std::sync::atomic::Ordering::SeqCst), 0);
+    assert!(format!("{h:?}").contains("counted"));
+    let op = h.build(Device::Cpu).unwrap();
+    assert_eq!(count.load(std::sync::atomic::Ordering::SeqCst), 2);
+    // A linear factory's right scaling is its scaling: 0.5 · 2 · 2 = 2.
+    let x = op.domain().one().unwrap();
+    assert_eq!(op.apply(&x).unwrap().as_slice().unwrap(), &[2.0; 3]);
+    assert_eq!(
+        op.adjoint().unwrap().apply(&x).unwrap().as_slice().unwrap(),
+        &[2.0; 3]
+    );
+    // The general view is explicit and keeps the linearity flag; a general closure factory
+    // does not claim linearity.
+    let general = h.general();
+    assert!(general.is_linear());
+    assert_eq!(general.describe(), h.describe());
+    let closure: OpFactory<f64> = Factory::from_fn(s.clone(), s, "general", |d| {
+        let op: Op<f64> = Arc::new(IdentityOperator::new(SpaceDesc::rn(&[3]).build(d)?));
+        Ok(op)
+    });
+    assert!(!closure.is_linear());
+    assert!(!general.plus(&closure).unwrap().is_linear());
+}
