@@ -28,6 +28,7 @@ mod error;
 pub mod factory;
 pub mod io;
 pub mod operator;
+pub mod parallel;
 mod scalar;
 pub mod solvers;
 mod space;

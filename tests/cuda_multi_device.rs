@@ -4,15 +4,16 @@
 //! `cargo test --features cuda --test cuda_multi_device -- --nocapture`.
 #![cfg(feature = "cuda")]
 
-use std::sync::Arc;
-
 use rand::SeedableRng;
-use rodl::factory::{
-    DataParallel, GradientFactory, LinFactory, LinearFactoryExt, MultiDeviceRayTransform,
-    RayTransformFactory, SpaceDescExt,
+use rodl::factory::{LinFactory, SpaceDescExt};
+use rodl::parallel::DataParallel;
+use rodl::tomo::{
+    cone_beam_geometry, parallel_beam_geometry, Backend, CpuOptions, Geometry,
+    MultiDeviceRayTransform, RayTransform,
 };
-use rodl::tomo::{cone_beam_geometry, parallel_beam_geometry, Backend, Geometry, RayTransform};
-use rodl::{check_adjoint, uniform_discr, Device, Element, Error, LinearOperator, Operator, Space};
+use rodl::{
+    check_adjoint, uniform_discr, Device, Element, Error, Gradient, LinearOperator, Operator, Space,
+};
 
 /// The visible GPUs: the ordinals from 0 up to the first one that cannot be used.
 fn gpus() -> Vec<Device> {
@@ -67,7 +68,7 @@ fn data_parallel_ray_transform_on_all_gpus_matches_cpu() {
     let space = volume_2d();
     let geometry = parallel_beam_geometry(&space, Some(60)).unwrap();
     let factory: LinFactory<f32> =
-        Arc::new(RayTransformFactory::new(space.desc(), geometry.clone()).unwrap());
+        RayTransform::factory(space.desc(), geometry.clone(), CpuOptions::default()).unwrap();
     let cpu = RayTransform::new(space.clone(), geometry, Backend::default()).unwrap();
     let cpu_adj = cpu.adjoint().unwrap();
     for devices in device_lists() {
@@ -99,9 +100,9 @@ fn data_parallel_ray_transform_on_all_gpus_matches_cpu() {
 #[test]
 fn data_parallel_composite_on_all_gpus_matches_cpu() {
     let space = volume_2d();
-    let grad: LinFactory<f32> = Arc::new(GradientFactory::new(space.desc()).unwrap());
+    let grad: LinFactory<f32> = Gradient::factory(space.desc()).unwrap();
     let lap = grad.adjoint().compose(&grad).unwrap().scaled(-1.0);
-    let cpu = lap.build_linear(Device::Cpu).unwrap();
+    let cpu = lap.build(Device::Cpu).unwrap();
     for devices in device_lists() {
         let op = DataParallel::new(lap.clone(), &devices, 3 * devices.len() - 1).unwrap();
         let x = op.domain().random_normal(&mut rng(4)).unwrap();
@@ -115,14 +116,21 @@ fn data_parallel_composite_on_all_gpus_matches_cpu() {
 }
 
 fn multi_matches(space: Space<f32>, geometry: Geometry, what: &str) {
-    let factory = RayTransformFactory::new(space.desc(), geometry.clone()).unwrap();
+    let multi_on = |devices: &[Device]| {
+        MultiDeviceRayTransform::<f32>::new(
+            space.desc(),
+            geometry.clone(),
+            CpuOptions::default(),
+            devices,
+        )
+    };
     let cpu = RayTransform::new(space.clone(), geometry.clone(), Backend::default()).unwrap();
     let x = space.random_normal(&mut rng(5)).unwrap();
     let y = cpu.range().random_normal(&mut rng(6)).unwrap();
     let ax = cpu.apply(&x).unwrap();
     let aty = cpu.adjoint().unwrap().apply(&y).unwrap();
     for devices in device_lists() {
-        let multi = MultiDeviceRayTransform::<f32>::new(factory.clone(), &devices).unwrap();
+        let multi = multi_on(&devices).unwrap();
         let t = std::time::Instant::now();
         let mx = multi.apply(&x).unwrap();
         let tf = t.elapsed();
@@ -144,7 +152,7 @@ fn multi_matches(space: Space<f32>, geometry: Geometry, what: &str) {
         );
     }
     // Against one GPU.
-    let one = MultiDeviceRayTransform::<f32>::new(factory, &[Device::Cuda(0)]).unwrap();
+    let one = multi_on(&[Device::Cuda(0)]).unwrap();
     let e = rel(cpu.range(), &one.apply(&x).unwrap(), &ax);
     assert!(e <= 1e-5, "{what} on cuda:0 alone: {e:e}");
 }
@@ -168,13 +176,18 @@ fn a_missing_gpu_ordinal_is_a_clean_error() {
     let n = gpus().len();
     let space = volume_2d();
     let geometry = parallel_beam_geometry(&space, Some(10)).unwrap();
-    let factory = RayTransformFactory::new(space.desc(), geometry).unwrap();
     let missing = Device::Cuda(n);
     assert!(matches!(
-        MultiDeviceRayTransform::<f32>::new(factory.clone(), &[Device::Cuda(0), missing]),
+        MultiDeviceRayTransform::<f32>::new(
+            space.desc(),
+            geometry.clone(),
+            CpuOptions::default(),
+            &[Device::Cuda(0), missing]
+        ),
         Err(Error::CudaUnavailable(_))
     ));
-    let lin: LinFactory<f32> = Arc::new(factory);
+    let lin: LinFactory<f32> =
+        RayTransform::factory(space.desc(), geometry, CpuOptions::default()).unwrap();
     let op = DataParallel::new(lin, &[Device::Cuda(0), missing], 2).unwrap();
     assert!(matches!(
         op.apply(&op.domain().zero().unwrap()),

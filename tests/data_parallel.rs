@@ -10,14 +10,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use rand::SeedableRng;
-use rodl::factory::{
-    DataParallel, Factory, GradientFactory, LinFactory, LinearFactoryExt, LinearFnFactory,
-    PointwiseNormFactory, RayTransformFactory, ScalingFactory, SpaceDesc, SpaceDescExt,
-};
-use rodl::tomo::{parallel_beam_geometry, Geometry};
+use rodl::factory::{Factory, LinFactory, OpFactory, SpaceDesc, SpaceDescExt};
+use rodl::parallel::DataParallel;
+use rodl::tomo::{parallel_beam_geometry, CpuOptions, Geometry, RayTransform};
 use rodl::{
-    check_adjoint, uniform_discr, Device, Element, Error, LinOp, LinearOperator, Op, Operator,
-    Result, Scalar, Space,
+    check_adjoint, uniform_discr, Device, Element, Error, Gradient, LinOp, LinearOperator, Op,
+    Operator, PointwiseNorm, Result, Scalar, ScalingOperator, Space,
 };
 
 const CPU: Device = Device::Cpu;
@@ -89,19 +87,14 @@ fn assert_matches_single<T: Scalar>(
 /// A linear factory that counts its builds (to check the caching from the outside too).
 fn counting<T: Scalar>(inner: LinFactory<T>, count: Arc<AtomicUsize>) -> LinFactory<T> {
     let (d, r) = (inner.domain().clone(), inner.range().clone());
-    Arc::new(LinearFnFactory::new(
-        d,
-        r,
-        "counting",
-        move |dev: Device| -> Result<LinOp<T>> {
-            count.fetch_add(1, Ordering::SeqCst);
-            inner.build_linear(dev)
-        },
-    ))
+    Factory::from_fn(d, r, "counting", move |dev: Device| -> Result<LinOp<T>> {
+        count.fetch_add(1, Ordering::SeqCst);
+        inner.build(dev)
+    })
 }
 
 fn check_linear_factory<T: Scalar>(f: LinFactory<T>, what: &str) {
-    let single = f.build_linear(CPU).unwrap();
+    let single = f.build(CPU).unwrap();
     let single_adj = single.adjoint().unwrap();
     for (devices, chunks) in [
         (vec![CPU], vec![5]),
@@ -151,9 +144,9 @@ fn small_ray<T: Scalar>() -> (Space<T>, Geometry) {
 
 fn data_parallel_matches_single<T: Scalar>() {
     let (space, g) = small_ray::<T>();
-    let ray: LinFactory<T> = Arc::new(RayTransformFactory::new(space.desc(), g).unwrap());
+    let ray: LinFactory<T> = RayTransform::factory(space.desc(), g, CpuOptions::default()).unwrap();
     check_linear_factory(ray.clone(), "ray transform");
-    let grad: LinFactory<T> = Arc::new(GradientFactory::new(space.desc()).unwrap());
+    let grad: LinFactory<T> = Gradient::factory(space.desc()).unwrap();
     check_linear_factory(grad.clone(), "gradient");
     // A composite: 2·(∇* ∘ ∇).
     check_linear_factory(
@@ -176,7 +169,7 @@ fn data_parallel_matches_single_device_f32() {
 
 #[test]
 fn even_split_puts_the_remainder_first() {
-    let f: LinFactory<f32> = Arc::new(ScalingFactory::new(SpaceDesc::rn(&[2, 3]), 2.0));
+    let f: LinFactory<f32> = ScalingOperator::factory(SpaceDesc::rn(&[2, 3]), 2.0);
     let op = DataParallel::new(f.clone(), &[CPU, CPU, CPU], 7).unwrap();
     assert_eq!(op.chunks(), &[0..3, 3..5, 5..7]);
     assert_eq!(op.devices(), vec![CPU; 3]);
@@ -193,10 +186,10 @@ fn even_split_puts_the_remainder_first() {
 #[test]
 fn general_data_parallel_runs_non_linear_factories() {
     let x = SpaceDesc::uniform_discr(&[0.0, 0.0], &[1.0, 1.0], &[4, 5]).unwrap();
-    let norm: Factory<f64> = Arc::new(PointwiseNormFactory::new(x.power(2), 2.0).unwrap());
+    let norm: OpFactory<f64> = PointwiseNorm::factory(x.power(2), 2.0).unwrap();
     let single: Op<f64> = norm.build(CPU).unwrap();
     for devices in [vec![CPU], vec![CPU, CPU], vec![CPU, CPU, CPU]] {
-        let op = DataParallel::general(norm.clone(), &devices, 5).unwrap();
+        let op = DataParallel::new(norm.clone(), &devices, 5).unwrap();
         assert!(!op.is_linear());
         let xb = op.domain().random_normal(&mut rng(5)).unwrap();
         let y = op.apply(&xb).unwrap();
@@ -205,8 +198,8 @@ fn general_data_parallel_runs_non_linear_factories() {
         assert_eq!(op.build_counts(), vec![1; devices.len()]);
     }
     // A general data-parallel operator from a linear factory keeps its linearity flag.
-    let g: LinFactory<f64> = Arc::new(GradientFactory::new(x).unwrap());
-    let op = DataParallel::general(g.as_factory(), &[CPU, CPU], 3).unwrap();
+    let g: LinFactory<f64> = Gradient::factory(x).unwrap();
+    let op = DataParallel::new(g.general(), &[CPU, CPU], 3).unwrap();
     assert!(op.is_linear());
 }
 
@@ -214,13 +207,15 @@ fn general_data_parallel_runs_non_linear_factories() {
 fn replicas_are_built_once_under_concurrent_calls() {
     let (space, g) = small_ray::<f32>();
     let count = Arc::new(AtomicUsize::new(0));
-    let ray: LinFactory<f32> = Arc::new(RayTransformFactory::new(space.desc(), g).unwrap());
+    let ray: LinFactory<f32> =
+        RayTransform::factory(space.desc(), g, CpuOptions::default()).unwrap();
     let op = DataParallel::new(counting(ray, count.clone()), &[CPU, CPU], 4).unwrap();
     let x = op.domain().random_normal(&mut rng(1)).unwrap();
     let want = op.apply(&x).unwrap();
     let fresh = DataParallel::new(
         counting(
-            Arc::new(RayTransformFactory::new(space.desc(), small_ray::<f32>().1).unwrap()),
+            RayTransform::factory(space.desc(), small_ray::<f32>().1, CpuOptions::default())
+                .unwrap(),
             count.clone(),
         ),
         &[CPU, CPU],
@@ -243,7 +238,7 @@ fn replicas_are_built_once_under_concurrent_calls() {
 
 #[test]
 fn missing_device_is_a_clean_error_at_first_use() {
-    let f: LinFactory<f64> = Arc::new(ScalingFactory::new(SpaceDesc::rn(&[3]), 2.0));
+    let f: LinFactory<f64> = ScalingOperator::factory(SpaceDesc::rn(&[3]), 2.0);
     // Construction builds nothing, so it succeeds.
     let op = DataParallel::new(f.clone(), &[CPU, Device::Cuda(7)], 4).unwrap();
     let x = op.domain().one().unwrap();
@@ -266,7 +261,7 @@ fn missing_device_is_a_clean_error_at_first_use() {
 
 #[test]
 fn bad_arguments_are_errors() {
-    let f: LinFactory<f64> = Arc::new(ScalingFactory::new(SpaceDesc::rn(&[3]), 2.0));
+    let f: LinFactory<f64> = ScalingOperator::factory(SpaceDesc::rn(&[3]), 2.0);
     assert!(DataParallel::new(f.clone(), &[], 4).is_err());
     assert!(DataParallel::new(f.clone(), &[CPU], 0).is_err());
     assert!(DataParallel::with_chunks(f.clone(), &[CPU, CPU], &[3]).is_err());
@@ -282,7 +277,7 @@ fn bad_arguments_are_errors() {
 fn a_replica_on_the_wrong_space_is_reported() {
     // A closure factory that lies about what it builds is caught by its own check; the
     // data-parallel operator reports the error at first use.
-    let liar: LinFactory<f64> = Arc::new(LinearFnFactory::new(
+    let liar: LinFactory<f64> = Factory::from_fn(
         SpaceDesc::rn(&[3]),
         SpaceDesc::rn(&[3]),
         "liar",
@@ -291,10 +286,66 @@ fn a_replica_on_the_wrong_space_is_reported() {
                 SpaceDesc::rn(&[5]).build(d)?,
             )))
         },
-    ));
+    );
     let op = DataParallel::new(liar, &[CPU, CPU], 2).unwrap();
     assert!(matches!(
         op.apply(&op.domain().one().unwrap()),
         Err(Error::SpaceMismatch { .. })
     ));
+}
+
+#[test]
+fn stack_and_unstack_go_between_a_batch_and_its_elements() {
+    // A product range (the gradient's) and a discretised domain: every leaf gets its rows.
+    let x = SpaceDesc::uniform_discr(&[0.0, 0.0], &[1.0, 2.0], &[3, 4]).unwrap();
+    let grad: LinFactory<f64> = Gradient::factory(x.clone()).unwrap();
+    let single = grad.build(CPU).unwrap();
+    let op = DataParallel::new(grad, &[CPU, CPU], 3).unwrap();
+    let mut r = rng(21);
+    let xs: Vec<Element<f64>> = (0..3)
+        .map(|_| single.domain().random_normal(&mut r).unwrap())
+        .collect();
+    let batch = op.stack(&xs).unwrap();
+    assert!(op.domain().check_member(&batch, "batch").is_ok());
+    // Element b sits in row b of the batch.
+    for (b, xb) in xs.iter().enumerate() {
+        assert_eq!(
+            sample(single.domain(), &batch, b).as_slice().unwrap(),
+            xb.as_slice().unwrap()
+        );
+    }
+    // Unstacking gives the elements back, and the outputs are the single operator's.
+    let back = op.unstack(&batch).unwrap();
+    assert_eq!(back.len(), 3);
+    for (a, b) in back.iter().zip(&xs) {
+        assert_eq!(a.as_slice().unwrap(), b.as_slice().unwrap());
+    }
+    let ys = op.unstack(&op.apply(&batch).unwrap()).unwrap();
+    for (y, x) in ys.iter().zip(&xs) {
+        assert!(single.range().check_member(y, "y").is_ok());
+        assert_eq!(leaves(y), leaves(&single.apply(x).unwrap()));
+    }
+    // The range side (the adjoint's input): stack the outputs, apply the adjoint, unstack.
+    let yb = op.stack(&ys).unwrap();
+    assert!(op.range().check_member(&yb, "range batch").is_ok());
+    assert_eq!(leaves(&yb), leaves(&op.apply(&batch).unwrap()));
+    let adj = single.adjoint().unwrap();
+    let back = op
+        .unstack(&op.adjoint().unwrap().apply(&yb).unwrap())
+        .unwrap();
+    for (g, y) in back.iter().zip(&ys) {
+        assert_eq!(leaves(g), leaves(&adj.apply(y).unwrap()));
+    }
+    // Wrong counts, wrong spaces and device elements are errors, not panics.
+    assert!(op.stack(&xs[..2]).is_err());
+    assert!(op.stack(&[]).is_err());
+    let other = rodl::rn::<f64>(&[5]).unwrap().one().unwrap();
+    assert!(op
+        .stack(&[
+            other.try_clone().unwrap(),
+            other.try_clone().unwrap(),
+            other
+        ])
+        .is_err());
+    assert!(op.unstack(&xs[0]).is_err());
 }

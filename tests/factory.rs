@@ -1,18 +1,13 @@
 //! Factories: device-free space descriptions, the factories of the default operators, of the
-//! ray transform and of closures, and composite factories. Operators built by a factory equal
+//! ray transform and of closures, and the factory algebra. Operators built by a factory equal
 //! the directly constructed ones, composite factories build the composite operators, mismatches
 //! are reported when factories are assembled, and a missing device is a clean error.
 
 use std::sync::Arc;
 
 use rand::SeedableRng;
-use rodl::factory::{
-    AdjointFactory, ComposedFactory, DivergenceFactory, Factory, FactoryExt, FnFactory,
-    GradientFactory, IdentityFactory, LaplacianFactory, LinFactory, LinearFactoryExt,
-    LinearFnFactory, LinearOperatorFactory, MultiplyFactory, PointwiseNormFactory,
-    RayTransformFactory, ScalingFactory, SpaceDesc, SpaceDescExt, SumFactory, ZeroFactory,
-};
-use rodl::tomo::{parallel_beam_geometry, Backend, RayTransform};
+use rodl::factory::{Factory, LinFactory, OpFactory, SpaceDesc, SpaceDescExt};
+use rodl::tomo::{parallel_beam_geometry, Backend, CpuOptions, RayTransform};
 use rodl::{
     check_adjoint, rn, uniform_discr, weighted_rn, Device, Divergence, Element, Error, Gradient,
     IdentityOperator, Laplacian, LinOp, LinearOperator, LinearOperatorExt, MultiplyOperator, Op,
@@ -158,37 +153,37 @@ fn default_factories_match<T: Scalar>() {
     let cases: Vec<(&str, LinFactory<T>, LinOp<T>)> = vec![
         (
             "identity",
-            Arc::new(IdentityFactory::new(xd.clone())),
+            IdentityOperator::factory(xd.clone()),
             Arc::new(IdentityOperator::new(x.clone())),
         ),
         (
             "zero",
-            Arc::new(ZeroFactory::new(xd.clone(), y.desc())),
+            ZeroOperator::factory(xd.clone(), y.desc()),
             Arc::new(ZeroOperator::new(x.clone(), y.clone())),
         ),
         (
             "scaling",
-            Arc::new(ScalingFactory::new(xd.clone(), c)),
+            ScalingOperator::factory(xd.clone(), c),
             Arc::new(ScalingOperator::new(x.clone(), c)),
         ),
         (
             "multiply",
-            Arc::new(MultiplyFactory::new(xd.clone(), w.try_clone().unwrap()).unwrap()),
+            MultiplyOperator::factory(xd.clone(), w.try_clone().unwrap()).unwrap(),
             Arc::new(MultiplyOperator::new(x.clone(), w.try_clone().unwrap()).unwrap()),
         ),
         (
             "gradient",
-            Arc::new(GradientFactory::new(xd.clone()).unwrap()),
+            Gradient::factory(xd.clone()).unwrap(),
             Arc::new(Gradient::new(x.clone()).unwrap()),
         ),
         (
             "divergence",
-            Arc::new(DivergenceFactory::new(xd.clone()).unwrap()),
+            Divergence::factory(xd.clone()).unwrap(),
             Arc::new(Divergence::new(x.clone()).unwrap()),
         ),
         (
             "laplacian",
-            Arc::new(LaplacianFactory::new(xd.clone()).unwrap()),
+            Laplacian::factory(xd.clone()).unwrap(),
             Arc::new(Laplacian::new(x.clone()).unwrap()),
         ),
     ];
@@ -197,24 +192,21 @@ fn default_factories_match<T: Scalar>() {
         assert!(!f.describe().is_empty(), "{what}");
         assert_eq!(f.domain(), &direct.domain().desc(), "{what}");
         assert_eq!(f.range(), &direct.range().desc(), "{what}");
-        let built = f.build_linear(Device::Cpu).unwrap();
+        let built = f.build(Device::Cpu).unwrap();
         assert_same_linop(&built, &direct, what);
-        // The general build gives the same operator.
-        let general = f.build(Device::Cpu).unwrap();
+        // The general factory builds the same operator.
+        let general = f.general().build(Device::Cpu).unwrap();
         assert_same_op::<T>(general.as_ref(), direct.as_ref(), what);
         // Every build is a fresh operator.
-        let again = f.build_linear(Device::Cpu).unwrap();
+        let again = f.build(Device::Cpu).unwrap();
         assert!(!Arc::ptr_eq(&built, &again), "{what}");
         // A missing device is an error, never a panic.
-        assert!(
-            is_cuda_unavailable(f.build_linear(Device::Cuda(7))),
-            "{what}"
-        );
+        assert!(is_cuda_unavailable(f.build(Device::Cuda(7))), "{what}");
     }
 
     // The non-linear pointwise norm.
     let field = x.power(2).unwrap();
-    let pn: Factory<T> = Arc::new(PointwiseNormFactory::new(field.desc(), 2.0).unwrap());
+    let pn: OpFactory<T> = PointwiseNorm::factory(field.desc(), 2.0).unwrap();
     assert!(!pn.is_linear());
     let direct = PointwiseNorm::new(field.clone(), 2.0).unwrap();
     assert_same_op::<T>(
@@ -238,27 +230,32 @@ fn default_factories_match_direct_construction_f32() {
 #[test]
 fn default_factories_reject_bad_descriptions() {
     let prod = SpaceDesc::rn(&[3]).power(2);
-    assert!(GradientFactory::new(prod.clone()).is_err());
-    assert!(DivergenceFactory::new(prod.clone()).is_err());
-    assert!(LaplacianFactory::new(prod.clone()).is_err());
-    assert!(PointwiseNormFactory::new(SpaceDesc::rn(&[3]), 2.0).is_err());
-    assert!(PointwiseNormFactory::new(prod, 0.5).is_err());
+    assert!(Gradient::<f64>::factory(prod.clone()).is_err());
+    assert!(Divergence::<f64>::factory(prod.clone()).is_err());
+    assert!(Laplacian::<f64>::factory(prod.clone()).is_err());
+    assert!(PointwiseNorm::<f64>::factory(SpaceDesc::rn(&[3]), 2.0).is_err());
+    assert!(PointwiseNorm::<f64>::factory(prod, 0.5).is_err());
     // The factor of a multiplication must be a host element of the space.
     let w = rn::<f64>(&[4]).unwrap().one().unwrap();
-    assert!(MultiplyFactory::new(SpaceDesc::rn(&[3]), w).is_err());
+    assert!(MultiplyOperator::factory(SpaceDesc::rn(&[3]), w).is_err());
 }
 
 #[test]
 fn multiply_factory_keeps_its_host_factor() {
     let s = rn::<f32>(&[3]).unwrap();
     let w = s.element_from_vec(vec![1.0, -2.0, 0.5]).unwrap();
-    let f = MultiplyFactory::new(s.desc(), w).unwrap();
-    let a = f.build_linear(Device::Cpu).unwrap();
-    let b = f.build_linear(Device::Cpu).unwrap();
+    let f = MultiplyOperator::factory(s.desc(), w).unwrap();
+    let a = f.build(Device::Cpu).unwrap();
+    let b = f.build(Device::Cpu).unwrap();
     let x = s.full(2.0).unwrap();
     assert_eq!(a.apply(&x).unwrap().as_slice().unwrap(), &[2.0, -4.0, 1.0]);
     assert_eq!(b.apply(&x).unwrap().as_slice().unwrap(), &[2.0, -4.0, 1.0]);
-    assert_eq!(f.factor().as_slice().unwrap(), &[1.0, -2.0, 0.5]);
+    // The factory still holds its factor: a later build multiplies by it.
+    let c = f.build(Device::Cpu).unwrap();
+    assert_eq!(
+        c.apply(&s.one().unwrap()).unwrap().as_slice().unwrap(),
+        &[1.0, -2.0, 0.5]
+    );
 }
 
 // ----------------------------------------------------------------------- composite factories
@@ -267,10 +264,10 @@ fn composites_match<T: Scalar>() {
     let x = uniform_discr::<T>(&[0.0, 0.0], &[1.0, 1.0], &[6, 5]).unwrap();
     let xd = x.desc();
     let c = T::of(0.5);
-    let grad_f: LinFactory<T> = Arc::new(GradientFactory::new(xd.clone()).unwrap());
-    let lap_f: LinFactory<T> = Arc::new(LaplacianFactory::new(xd.clone()).unwrap());
-    let id_f: LinFactory<T> = Arc::new(IdentityFactory::new(xd.clone()));
-    let scale_f: LinFactory<T> = Arc::new(ScalingFactory::new(xd.clone(), T::of(3.0)));
+    let grad_f: LinFactory<T> = Gradient::factory(xd.clone()).unwrap();
+    let lap_f: LinFactory<T> = Laplacian::factory(xd.clone()).unwrap();
+    let id_f: LinFactory<T> = IdentityOperator::factory(xd.clone());
+    let scale_f: LinFactory<T> = ScalingOperator::factory(xd.clone(), T::of(3.0));
 
     let grad: LinOp<T> = Arc::new(Gradient::new(x.clone()).unwrap());
     let lap: LinOp<T> = Arc::new(Laplacian::new(x.clone()).unwrap());
@@ -303,34 +300,27 @@ fn composites_match<T: Scalar>() {
                 .scaled(c),
             grad.compose(&lap.plus(&id).unwrap()).unwrap().scaled(c),
         ),
-        (
-            "adjoint of grad",
-            Arc::new(AdjointFactory::new(grad_f.clone())),
-            grad.adjoint().unwrap(),
-        ),
+        ("adjoint of grad", grad_f.adjoint(), grad.adjoint().unwrap()),
     ];
     for (what, f, direct) in cases {
         assert!(f.is_linear(), "{what}");
         assert_eq!(f.domain(), &direct.domain().desc(), "{what}");
         assert_eq!(f.range(), &direct.range().desc(), "{what}");
         assert!(!f.describe().is_empty());
-        let built = f.build_linear(Device::Cpu).unwrap();
+        let built = f.build(Device::Cpu).unwrap();
         assert_same_linop(&built, &direct, what);
         assert_same_op::<T>(
-            f.build(Device::Cpu).unwrap().as_ref(),
+            f.general().build(Device::Cpu).unwrap().as_ref(),
             direct.as_ref(),
             what,
         );
-        assert!(
-            is_cuda_unavailable(f.build_linear(Device::Cuda(7))),
-            "{what}"
-        );
+        assert!(is_cuda_unavailable(f.build(Device::Cuda(7))), "{what}");
     }
 
     // General composites, including a right scaling of a non-linear operator.
     let field = x.power(2).unwrap();
-    let norm_f: Factory<T> = Arc::new(PointwiseNormFactory::new(field.desc(), 2.0).unwrap());
-    let grad_g = grad_f.as_factory();
+    let norm_f: OpFactory<T> = PointwiseNorm::factory(field.desc(), 2.0).unwrap();
+    let grad_g = grad_f.general();
     let tv_f = norm_f.compose(&grad_g).unwrap().right_scaled(T::of(2.0));
     assert!(!tv_f.is_linear());
     let norm: Op<T> = Arc::new(PointwiseNorm::new(field, 2.0).unwrap());
@@ -365,15 +355,17 @@ fn composite_factories_build_the_composites_f32() {
 fn composite_factories_check_spaces_when_assembled() {
     let a = SpaceDesc::rn(&[3]);
     let b = SpaceDesc::rn(&[4]);
-    let fa: LinFactory<f64> = Arc::new(IdentityFactory::new(a.clone()));
-    let fb: LinFactory<f64> = Arc::new(IdentityFactory::new(b.clone()));
-    let zab: LinFactory<f64> = Arc::new(ZeroFactory::new(a.clone(), b.clone()));
+    let fa: LinFactory<f64> = IdentityOperator::factory(a.clone());
+    let fb: LinFactory<f64> = IdentityOperator::factory(b.clone());
+    let zab: LinFactory<f64> = ZeroOperator::factory(a.clone(), b.clone());
     assert!(matches!(fa.compose(&fb), Err(Error::SpaceMismatch { .. })));
     assert!(fa.plus(&fb).is_err());
     assert!(fa.minus(&zab).is_err());
     assert!(fb.compose(&zab).is_ok());
-    assert!(ComposedFactory::new(fa.clone(), zab.clone()).is_err());
-    assert!(SumFactory::sum(fa.clone(), fb.clone()).is_err());
+    assert!(fa.compose(&zab).is_err());
+    // General factories are checked the same way.
+    assert!(fa.general().plus(&fb.general()).is_err());
+    assert!(fa.general().compose(&zab.general()).is_err());
     // The adjoint swaps domain and range.
     let adj = zab.adjoint();
     assert_eq!(adj.domain(), &b);
@@ -387,45 +379,45 @@ fn composite_factories_check_spaces_when_assembled() {
 fn closure_factories_build_and_check_what_they_build() {
     let s = SpaceDesc::uniform_discr(&[0.0], &[1.0], &[8]).unwrap();
     let s2 = s.clone();
-    let f: LinFactory<f64> = Arc::new(LinearFnFactory::new(
+    let f: LinFactory<f64> = Factory::from_fn(
         s.clone(),
         s.clone(),
         "Laplacian via closure",
         move |d: Device| -> Result<LinOp<f64>> { Ok(Arc::new(Laplacian::new(s2.build(d)?)?)) },
-    ));
+    );
     assert_eq!(f.describe(), "Laplacian via closure");
     let direct: LinOp<f64> = Arc::new(Laplacian::new(s.build(Device::Cpu).unwrap()).unwrap());
-    assert_same_linop(&f.build_linear(Device::Cpu).unwrap(), &direct, "closure");
-    assert!(is_cuda_unavailable(f.build_linear(Device::Cuda(7))));
+    assert_same_linop(&f.build(Device::Cpu).unwrap(), &direct, "closure");
+    assert!(is_cuda_unavailable(f.build(Device::Cuda(7))));
     // Closure factories compose like any other.
     let twice = f.compose(&f).unwrap();
-    assert!(twice.build_linear(Device::Cpu).is_ok());
+    assert!(twice.build(Device::Cpu).is_ok());
 
     // A closure that builds on the wrong space is caught at build.
-    let wrong: LinFactory<f64> = Arc::new(LinearFnFactory::new(
+    let wrong: LinFactory<f64> = Factory::from_fn(
         SpaceDesc::rn(&[3]),
         SpaceDesc::rn(&[3]),
         "wrong",
         |_d: Device| -> Result<LinOp<f64>> { Ok(Arc::new(IdentityOperator::new(rn(&[4])?))) },
-    ));
+    );
     assert!(matches!(
-        wrong.build_linear(Device::Cpu),
+        wrong.build(Device::Cpu),
         Err(Error::SpaceMismatch { .. })
     ));
     // One that ignores the device (builds on the CPU whatever it is asked for) is caught too.
-    let ignores: Factory<f64> = Arc::new(FnFactory::new(
+    let ignores: OpFactory<f64> = Factory::from_fn(
         SpaceDesc::rn(&[3]),
         SpaceDesc::rn(&[3]),
         "ignores the device",
         |_d: Device| -> Result<Op<f64>> { Ok(Arc::new(IdentityOperator::new(rn(&[3])?))) },
-    ));
+    );
     assert!(ignores.build(Device::Cpu).is_ok());
     assert!(matches!(
         ignores.build(Device::Cuda(0)),
         Err(Error::DeviceMismatch { .. })
     ));
     // A linear closure factory whose operator says it is not linear is refused.
-    let lying = LinearFnFactory::new(
+    let lying: LinFactory<f64> = Factory::from_fn(
         SpaceDesc::rn(&[3]).power(2),
         SpaceDesc::rn(&[3]),
         "lying",
@@ -433,10 +425,7 @@ fn closure_factories_build_and_check_what_they_build() {
             Ok(Arc::new(NotReallyLinear(rn(&[3])?.power(2)?, rn(&[3])?)))
         },
     );
-    assert!(matches!(
-        LinearOperatorFactory::<f64>::build_linear(&lying, Device::Cpu),
-        Err(Error::NotLinear(_))
-    ));
+    assert!(matches!(lying.build(Device::Cpu), Err(Error::NotLinear(_))));
 }
 
 /// A "linear" operator that forgot to say so.
@@ -465,31 +454,35 @@ impl LinearOperator<f64> for NotReallyLinear {
 fn ray_factory_matches<T: Scalar>() {
     let space = uniform_discr::<T>(&[-1.0, -1.0], &[1.0, 1.0], &[20, 20]).unwrap();
     let geometry = parallel_beam_geometry(&space, Some(12)).unwrap();
-    let f = RayTransformFactory::new(space.desc(), geometry.clone()).unwrap();
-    let lf: LinFactory<T> = Arc::new(f.clone());
+    let lf: LinFactory<T> =
+        RayTransform::factory(space.desc(), geometry.clone(), CpuOptions::default()).unwrap();
     assert_eq!(lf.domain(), &space.desc());
     assert_eq!(
         lf.range(),
         &SpaceDesc::Discr(geometry.data_partition().clone())
     );
-    let built = lf.build_linear(Device::Cpu).unwrap();
+    let built = lf.build(Device::Cpu).unwrap();
     let direct: LinOp<T> =
         Arc::new(RayTransform::new(space.clone(), geometry.clone(), Backend::default()).unwrap());
     assert_same_linop(&built, &direct, "ray transform");
-    assert!(is_cuda_unavailable(lf.build_linear(Device::Cuda(7))));
+    assert!(is_cuda_unavailable(lf.build(Device::Cuda(7))));
     // The ray transform's factory composes with the others: A ∘ (c·I).
     let scaled = lf
-        .compose(&(Arc::new(ScalingFactory::new(space.desc(), T::of(2.0))) as LinFactory<T>))
+        .compose(&ScalingOperator::factory(space.desc(), T::of(2.0)))
         .unwrap();
-    let op = scaled.build_linear(Device::Cpu).unwrap();
+    let op = scaled.build(Device::Cpu).unwrap();
     let rep = check_adjoint(op.as_ref(), 2, 9).unwrap();
     assert!(rep.max_rel_error <= adjoint_tol::<T>());
     // CPU options travel with the factory.
-    let one_thread = f.with_cpu_options(rodl::tomo::CpuOptions { threads: Some(1) });
-    assert_eq!(one_thread.backend(Device::Cpu), Backend::cpu_threads(1));
-    assert_eq!(one_thread.backend(Device::Cuda(1)), Backend::cuda(1));
-    let t = one_thread.build_ray_transform::<T>(Device::Cpu).unwrap();
-    assert_same_op::<T>(&t, direct.as_ref(), "one thread");
+    let one = CpuOptions { threads: Some(1) };
+    assert_eq!(
+        Backend::for_device(Device::Cpu, &one),
+        Backend::cpu_threads(1)
+    );
+    assert_eq!(Backend::for_device(Device::Cuda(1), &one), Backend::cuda(1));
+    let one_thread: LinFactory<T> = RayTransform::factory(space.desc(), geometry, one).unwrap();
+    let t = one_thread.build(Device::Cpu).unwrap();
+    assert_same_op::<T>(t.as_ref(), direct.as_ref(), "one thread");
 }
 
 #[test]
@@ -506,10 +499,51 @@ fn ray_transform_factory_matches_direct_construction_f32() {
 fn ray_transform_factory_rejects_bad_volumes() {
     let space = uniform_discr::<f64>(&[-1.0, -1.0], &[1.0, 1.0], &[8, 8]).unwrap();
     let g = parallel_beam_geometry(&space, Some(4)).unwrap();
-    assert!(RayTransformFactory::new(SpaceDesc::rn(&[8, 8]), g.clone()).is_err());
+    let cpu = CpuOptions::default;
+    assert!(RayTransform::<f64>::factory(SpaceDesc::rn(&[8, 8]), g.clone(), cpu()).is_err());
     let vol3 = SpaceDesc::uniform_discr(&[-1.0; 3], &[1.0; 3], &[4, 4, 4]).unwrap();
     assert!(matches!(
-        RayTransformFactory::new(vol3, g),
+        RayTransform::<f64>::factory(vol3, g, cpu()),
         Err(Error::Geometry(_))
     ));
+}
+
+// ----------------------------------------------------------------------------- the type itself
+
+#[test]
+fn factories_are_plain_shared_descriptions() {
+    let count = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let c2 = count.clone();
+    let s = SpaceDesc::rn(&[3]);
+    let s2 = s.clone();
+    let f: LinFactory<f64> = Factory::from_fn(s.clone(), s.clone(), "counted", move |d| {
+        c2.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let op: LinOp<f64> = Arc::new(ScalingOperator::new(s2.build(d)?, 2.0));
+        Ok(op)
+    });
+    // Cloning and combining build nothing; every build is a fresh operator.
+    let g = f.clone();
+    let h = f.compose(&g).unwrap().right_scaled(0.5);
+    assert_eq!(count.load(std::sync::atomic::Ordering::SeqCst), 0);
+    assert!(format!("{h:?}").contains("counted"));
+    let op = h.build(Device::Cpu).unwrap();
+    assert_eq!(count.load(std::sync::atomic::Ordering::SeqCst), 2);
+    // A linear factory's right scaling is its scaling: 0.5 · 2 · 2 = 2.
+    let x = op.domain().one().unwrap();
+    assert_eq!(op.apply(&x).unwrap().as_slice().unwrap(), &[2.0; 3]);
+    assert_eq!(
+        op.adjoint().unwrap().apply(&x).unwrap().as_slice().unwrap(),
+        &[2.0; 3]
+    );
+    // The general view is explicit and keeps the linearity flag; a general closure factory
+    // does not claim linearity.
+    let general = h.general();
+    assert!(general.is_linear());
+    assert_eq!(general.describe(), h.describe());
+    let closure: OpFactory<f64> = Factory::from_fn(s.clone(), s, "general", |d| {
+        let op: Op<f64> = Arc::new(IdentityOperator::new(SpaceDesc::rn(&[3]).build(d)?));
+        Ok(op)
+    });
+    assert!(!closure.is_linear());
+    assert!(!general.plus(&closure).unwrap().is_linear());
 }

@@ -6,8 +6,10 @@
 use std::f64::consts::PI;
 
 use rand::SeedableRng;
-use rodl::factory::{MultiDeviceRayTransform, RayTransformFactory, SpaceDescExt};
-use rodl::tomo::{Backend, Beam, CpuOptions, Geometry, RayTransform, VecGeometry, View};
+use rodl::factory::SpaceDescExt;
+use rodl::tomo::{
+    Backend, Beam, CpuOptions, Geometry, MultiDeviceRayTransform, RayTransform, VecGeometry, View,
+};
 use rodl::{
     check_adjoint, uniform_discr, Device, Element, Error, LinearOperator, Operator, Scalar, Space,
     UniformPartition,
@@ -121,10 +123,15 @@ fn split_equals_single<T: Scalar>() {
         let y = single.range().random_normal(&mut r).unwrap();
         let ax = single.apply(&x).unwrap();
         let aty = single_adj.apply(&y).unwrap();
-        let factory = RayTransformFactory::new(space.desc(), geometry.clone()).unwrap();
         for k in 1..=4 {
             let what = format!("{name} on {k} CPU entries");
-            let multi = MultiDeviceRayTransform::<T>::new(factory.clone(), &vec![CPU; k]).unwrap();
+            let multi = MultiDeviceRayTransform::<T>::new(
+                space.desc(),
+                geometry.clone(),
+                CpuOptions::default(),
+                &vec![CPU; k],
+            )
+            .unwrap();
             assert_eq!(multi.devices(), vec![CPU; k]);
             assert_eq!(multi.domain(), &space);
             assert_eq!(multi.range(), single.range(), "{what}");
@@ -175,12 +182,16 @@ fn uneven_view_counts_and_thread_options() {
     let single = RayTransform::new(space.clone(), geometry.clone(), Backend::default()).unwrap();
     let x = space.random_normal(&mut rng(2)).unwrap();
     let y = single.range().random_normal(&mut rng(3)).unwrap();
-    let factory = RayTransformFactory::new(space.desc(), geometry)
-        .unwrap()
-        .with_cpu_options(CpuOptions { threads: Some(1) });
-    let multi =
-        MultiDeviceRayTransform::<f64>::with_view_counts(factory, &[CPU, CPU, CPU], &[1, 7, 3])
-            .unwrap();
+    let multi = MultiDeviceRayTransform::<f64>::with_view_counts(
+        space.desc(),
+        geometry,
+        CpuOptions { threads: Some(1) },
+        &[CPU, CPU, CPU],
+        &[1, 7, 3],
+    )
+    .unwrap();
+    assert_eq!(multi.cpu_options().threads, Some(1));
+    assert_eq!(multi.volume(), &space.desc());
     assert_eq!(multi.view_ranges(), vec![0..1, 1..8, 8..11]);
     let ef = rel_dist(
         multi.range(),
@@ -230,11 +241,27 @@ fn sub_geometries_are_the_rows_of_the_full_transform() {
 #[test]
 fn bad_splits_and_missing_devices_are_clean_errors() {
     let (_, space, geometry) = cases::<f32>().remove(0); // 11 views
-    let f = RayTransformFactory::new(space.desc(), geometry).unwrap();
-    let new = |d: &[Device]| MultiDeviceRayTransform::<f32>::new(f.clone(), d);
-    let counts = |d: &[Device], c: &[usize]| {
-        MultiDeviceRayTransform::<f32>::with_view_counts(f.clone(), d, c)
+    let cpu = CpuOptions::default;
+    let new = |d: &[Device]| {
+        MultiDeviceRayTransform::<f32>::new(space.desc(), geometry.clone(), cpu(), d)
     };
+    let counts = |d: &[Device], c: &[usize]| {
+        MultiDeviceRayTransform::<f32>::with_view_counts(
+            space.desc(),
+            geometry.clone(),
+            cpu(),
+            d,
+            c,
+        )
+    };
+    // The volume must be a discretised space of the geometry's dimension.
+    assert!(MultiDeviceRayTransform::<f32>::new(
+        rodl::factory::SpaceDesc::rn(&[8, 8]),
+        geometry.clone(),
+        cpu(),
+        &[CPU]
+    )
+    .is_err());
     assert!(new(&[]).is_err());
     assert!(new(&[CPU; 12]).is_err()); // more devices than views
     assert!(new(&[CPU; 11]).is_ok());
@@ -264,8 +291,13 @@ fn bad_splits_and_missing_devices_are_clean_errors() {
 fn norm_estimates_agree() {
     let (_, space, geometry) = cases::<f64>().remove(1);
     let single = RayTransform::new(space.clone(), geometry.clone(), Backend::default()).unwrap();
-    let f = RayTransformFactory::new(space.desc(), geometry).unwrap();
-    let multi = MultiDeviceRayTransform::<f64>::new(f, &[CPU, CPU]).unwrap();
+    let multi = MultiDeviceRayTransform::<f64>::new(
+        space.desc(),
+        geometry,
+        CpuOptions::default(),
+        &[CPU, CPU],
+    )
+    .unwrap();
     let (a, b) = (
         single.norm_estimate().unwrap(),
         multi.norm_estimate().unwrap(),

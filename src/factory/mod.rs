@@ -1,79 +1,80 @@
-//! Factories: plain descriptions that build an operator for a given device, and the operators
-//! that run on several devices through them.
+//! Factories: plain descriptions that build a fresh operator for a given device.
 //!
 //! An operator never changes device (design rule 1). Whatever must exist once per device — the
-//! replicas of a data-parallel operator, the parts of a ray transform split across GPUs, a
-//! solver moved to another card — is built by a factory (rule 3): a description without a
-//! device ([`SpaceDesc`]s, a geometry, options) whose [`OperatorFactory::build`] makes a fresh
-//! operator on the device it is given. Factories are cheap to share (`Arc`), hold no device
-//! state, and are never mutated.
+//! replicas of a data-parallel operator ([`crate::parallel::DataParallel`]), a solver moved to
+//! another card, an operator module that follows its input tensors — is built by a factory
+//! (rule 3): the descriptions of the domain and range without a device ([`SpaceDesc`]), a
+//! description string, and a build function that makes a new operator on the device it is
+//! given. A factory holds no device state and is never mutated; cloning it is cheap (one
+//! reference count) and shares the description, never an operator.
 //!
-//! * [`OperatorFactory`] builds a general [`Op`]; [`LinearOperatorFactory`] also builds a
-//!   [`LinOp`] (with its adjoint). Shared, type-erased factories are [`Factory`] and
-//!   [`LinFactory`].
-//! * Factories of the default operators: [`IdentityFactory`], [`ZeroFactory`],
-//!   [`ScalingFactory`], [`MultiplyFactory`], [`GradientFactory`], [`DivergenceFactory`],
-//!   [`LaplacianFactory`], [`PointwiseNormFactory`]; of the ray transform:
-//!   [`RayTransformFactory`]; of any closure: [`FnFactory`], [`LinearFnFactory`].
-//! * Composite factories build composite operators: [`ComposedFactory`], [`SumFactory`],
-//!   [`ScaledFactory`], [`AdjointFactory`], most easily through [`FactoryExt`] and
-//!   [`LinearFactoryExt`].
-//! * [`DataParallel`] runs one replica per device on slices of a batch;
-//!   [`MultiDeviceRayTransform`] splits one ray transform's views across devices.
+//! There is one factory type, [`Factory`], generic over what it builds:
+//! * [`LinFactory<T>`] builds a [`LinOp<T>`], a linear operator with its adjoint —
+//!   [`Factory::build`] is the obvious call;
+//! * [`OpFactory<T>`] builds a general [`Op<T>`] (possibly non-linear); a linear factory
+//!   becomes one only explicitly, with [`LinFactory::general`].
+//!
+//! The operators come with their factories: [`IdentityOperator::factory`](crate::IdentityOperator::factory),
+//! [`ZeroOperator::factory`](crate::ZeroOperator::factory),
+//! [`ScalingOperator::factory`](crate::ScalingOperator::factory),
+//! [`MultiplyOperator::factory`](crate::MultiplyOperator::factory),
+//! [`Gradient::factory`](crate::Gradient::factory),
+//! [`Divergence::factory`](crate::Divergence::factory),
+//! [`Laplacian::factory`](crate::Laplacian::factory),
+//! [`PointwiseNorm::factory`](crate::PointwiseNorm::factory),
+//! [`RayTransform::factory`](crate::tomo::RayTransform::factory); any closure gives one with
+//! [`Factory::from_fn`]. Factories combine like operators — `compose`, `plus`, `minus`,
+//! `scaled`, `right_scaled`, `neg`, and `adjoint` for linear ones: the composite builds its
+//! operands on the device and combines them with the operator algebra. Domains and ranges are
+//! checked when a composite is assembled, before anything is built.
 //!
 //! ```
-//! use std::sync::Arc;
-//! use rodl::factory::{GradientFactory, LinFactory, LinearFactoryExt, SpaceDesc};
-//! use rodl::{check_adjoint, Device, Operator};
+//! use rodl::factory::{LinFactory, SpaceDesc};
+//! use rodl::{check_adjoint, Device, Gradient};
 //!
 //! let vol = SpaceDesc::uniform_discr(&[-1.0, -1.0], &[1.0, 1.0], &[16, 16])?;
-//! let grad: LinFactory<f64> = Arc::new(GradientFactory::new(vol)?);
+//! let grad: LinFactory<f64> = Gradient::factory(vol)?;
 //! let lap = grad.adjoint().compose(&grad)?.neg(); // −∇*∇, as a factory
-//! let op = lap.build_linear(Device::Cpu)?; // a fresh operator on the CPU
+//! let op = lap.build(Device::Cpu)?; // a fresh linear operator on the CPU
 //! assert!(check_adjoint(op.as_ref(), 2, 1)?.max_rel_error < 1e-12);
-//! assert!(lap.build_linear(Device::Cuda(7)).is_err()); // no such GPU: an error, not a panic
+//! assert!(lap.build(Device::Cuda(7)).is_err()); // no such GPU: an error, not a panic
 //! # Ok::<(), rodl::Error>(())
 //! ```
 
-mod composite;
-mod data_parallel;
-mod default;
-mod multi_device;
-mod ray;
+mod algebra;
+mod handle;
 mod space_desc;
-mod workers;
 
+use std::fmt;
 use std::sync::Arc;
 
-pub use composite::{AdjointFactory, ComposedFactory, ScaledFactory, SumFactory};
-pub use data_parallel::DataParallel;
-pub use default::{
-    DivergenceFactory, FnFactory, GradientFactory, IdentityFactory, LaplacianFactory,
-    LinearFnFactory, MultiplyFactory, PointwiseNormFactory, ScalingFactory, ZeroFactory,
-};
-pub use multi_device::{MultiDeviceBackProjection, MultiDeviceRayTransform};
-pub use ray::RayTransformFactory;
+pub use handle::OperatorHandle;
+pub(crate) use space_desc::check_space;
 pub use space_desc::{SpaceDesc, SpaceDescExt};
 
-use crate::{Device, LinOp, Op, Result, Scalar};
+use crate::{Device, Error, LinOp, Op, Result};
 
-/// A shared, type-erased operator factory.
-pub type Factory<T> = Arc<dyn OperatorFactory<T>>;
-/// A shared, type-erased linear-operator factory.
-pub type LinFactory<T> = Arc<dyn LinearOperatorFactory<T>>;
+/// A factory of general operators: it builds an [`Op<T>`].
+pub type OpFactory<T> = Factory<Op<T>>;
+/// A factory of linear operators: it builds a [`LinOp<T>`], with its adjoint.
+pub type LinFactory<T> = Factory<LinOp<T>>;
 
-/// A description of an operator that builds it, fresh, for a given device.
+/// The build function of a factory.
+type BuildFn<O> = dyn Fn(Device) -> Result<O> + Send + Sync;
+
+/// A plain description of an operator that builds it, fresh, for a given device.
 ///
-/// The description knows the domain and range ([`SpaceDesc`]s) of what it builds, so that
-/// composite factories are checked when they are assembled, before anything is built. A built
-/// operator's domain and range are these descriptions built on the device.
+/// It knows the domain and range ([`SpaceDesc`]s) of what it builds, so that composites are
+/// checked when they are assembled; a built operator's domain and range are these descriptions
+/// built on the device, and every [`build`](Factory::build) checks that they are (and, for a
+/// [`LinFactory`], that the operator says it is linear). `O` is what it builds: [`Op<T>`]
+/// ([`OpFactory`]) or [`LinOp<T>`] ([`LinFactory`]). Clones share the description.
 ///
 /// ```
-/// use std::sync::Arc;
-/// use rodl::factory::{Factory, PointwiseNormFactory, SpaceDesc};
-/// use rodl::{Device, Operator};
+/// use rodl::factory::{OpFactory, SpaceDesc};
+/// use rodl::{Device, Operator, PointwiseNorm};
 /// let field = SpaceDesc::rn(&[3]).power(2);
-/// let norm: Factory<f64> = Arc::new(PointwiseNormFactory::new(field, 2.0)?);
+/// let norm: OpFactory<f64> = PointwiseNorm::factory(field, 2.0)?;
 /// let op = norm.build(Device::Cpu)?;
 /// let g = op.domain().product_element(vec![
 ///     op.range().full(3.0)?,
@@ -82,114 +83,136 @@ pub type LinFactory<T> = Arc<dyn LinearOperatorFactory<T>>;
 /// assert_eq!(op.apply(&g)?.as_slice()?, &[5.0; 3]);
 /// # Ok::<(), rodl::Error>(())
 /// ```
-pub trait OperatorFactory<T: Scalar>: Send + Sync {
+pub struct Factory<O> {
+    inner: Arc<Inner<O>>,
+}
+
+struct Inner<O> {
+    domain: SpaceDesc,
+    range: SpaceDesc,
+    describe: String,
+    linear: bool,
+    build: Box<BuildFn<O>>,
+}
+
+impl<O> Clone for Factory<O> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<O> fmt::Debug for Factory<O> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Factory")
+            .field("describe", &self.inner.describe)
+            .field("domain", &self.inner.domain.to_string())
+            .field("range", &self.inner.range.to_string())
+            .field("linear", &self.inner.linear)
+            .finish()
+    }
+}
+
+impl<O: OperatorHandle> Factory<O> {
+    /// A factory that calls `build(device)`; `domain` and `range` describe what it builds
+    /// (checked at every build) and `describe` describes the factory in messages.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use rodl::factory::{Factory, LinFactory, SpaceDesc};
+    /// use rodl::{Device, LinOp, Operator, ScalingOperator};
+    /// let s = SpaceDesc::rn(&[2]);
+    /// let s2 = s.clone();
+    /// let f: LinFactory<f64> = Factory::from_fn(s.clone(), s, "3·I", move |d: Device| {
+    ///     let op: LinOp<f64> = Arc::new(ScalingOperator::new(s2.build(d)?, 3.0));
+    ///     Ok(op)
+    /// });
+    /// let op = f.build(Device::Cpu)?;
+    /// assert_eq!(op.adjoint()?.apply(&op.domain().one()?)?.as_slice()?, &[3.0, 3.0]);
+    /// # Ok::<(), rodl::Error>(())
+    /// ```
+    pub fn from_fn<F>(
+        domain: SpaceDesc,
+        range: SpaceDesc,
+        describe: impl Into<String>,
+        build: F,
+    ) -> Self
+    where
+        F: Fn(Device) -> Result<O> + Send + Sync + 'static,
+    {
+        Self::assemble(domain, range, describe.into(), O::LINEAR, build)
+    }
+
+    /// The factory of these parts; `linear`: whether what it builds is known to be linear.
+    fn assemble<F>(
+        domain: SpaceDesc,
+        range: SpaceDesc,
+        describe: String,
+        linear: bool,
+        build: F,
+    ) -> Self
+    where
+        F: Fn(Device) -> Result<O> + Send + Sync + 'static,
+    {
+        Self {
+            inner: Arc::new(Inner {
+                domain,
+                range,
+                describe,
+                linear,
+                build: Box::new(build),
+            }),
+        }
+    }
+
     /// The domain of the operators this factory builds.
-    fn domain(&self) -> &SpaceDesc;
+    pub fn domain(&self) -> &SpaceDesc {
+        &self.inner.domain
+    }
+
     /// The range of the operators this factory builds.
-    fn range(&self) -> &SpaceDesc;
+    pub fn range(&self) -> &SpaceDesc {
+        &self.inner.range
+    }
+
+    /// A short human-readable description, used in messages.
+    pub fn describe(&self) -> &str {
+        &self.inner.describe
+    }
+
+    /// Whether the operators built are linear: always for a [`LinFactory`], and for an
+    /// [`OpFactory`] made from one ([`LinFactory::general`]) or assembled from such.
+    pub fn is_linear(&self) -> bool {
+        self.inner.linear
+    }
+
     /// Builds a new operator whose domain and range live on `device`.
     ///
-    /// Errors (never panics) when the device cannot be used or the operator cannot be built
-    /// there.
-    fn build(&self, device: Device) -> Result<Op<T>>;
-    /// A short human-readable description, used in messages.
-    fn describe(&self) -> String;
-    /// Whether the operators built are linear.
-    fn is_linear(&self) -> bool {
-        false
-    }
-}
-
-/// A factory of linear operators: [`LinearOperatorFactory::build_linear`] gives the operator
-/// with its adjoint. Its [`OperatorFactory::build`] builds the same operator as a general [`Op`].
-pub trait LinearOperatorFactory<T: Scalar>: OperatorFactory<T> {
-    /// Builds a new linear operator whose domain and range live on `device`.
-    fn build_linear(&self, device: Device) -> Result<LinOp<T>>;
-}
-
-/// Factory arithmetic on shared general factories; the results build the composite operators
-/// ([`crate::OperatorExt`]'s counterparts).
-pub trait FactoryExt<T: Scalar> {
-    /// The factory of `self ∘ right`; errors unless `right`'s range is `self`'s domain.
-    fn compose(&self, right: &Factory<T>) -> Result<Factory<T>>;
-    /// The factory of `self + other`; errors unless the domains and the ranges agree.
-    fn plus(&self, other: &Factory<T>) -> Result<Factory<T>>;
-    /// The factory of `self - other`; errors unless the domains and the ranges agree.
-    fn minus(&self, other: &Factory<T>) -> Result<Factory<T>>;
-    /// The factory of `c · self` (x ↦ c·self(x)).
-    fn scaled(&self, c: T) -> Factory<T>;
-    /// The factory of `self · c` (x ↦ self(c·x)).
-    fn right_scaled(&self, c: T) -> Factory<T>;
-    /// The factory of `-self`.
-    fn neg(&self) -> Factory<T>;
-}
-
-impl<T: Scalar> FactoryExt<T> for Factory<T> {
-    fn compose(&self, right: &Factory<T>) -> Result<Factory<T>> {
-        Ok(Arc::new(ComposedFactory::new(self.clone(), right.clone())?))
-    }
-    fn plus(&self, other: &Factory<T>) -> Result<Factory<T>> {
-        Ok(Arc::new(SumFactory::sum(self.clone(), other.clone())?))
-    }
-    fn minus(&self, other: &Factory<T>) -> Result<Factory<T>> {
-        Ok(Arc::new(SumFactory::difference(
-            self.clone(),
-            other.clone(),
-        )?))
-    }
-    fn scaled(&self, c: T) -> Factory<T> {
-        Arc::new(ScaledFactory::left(c, self.clone()))
-    }
-    fn right_scaled(&self, c: T) -> Factory<T> {
-        Arc::new(ScaledFactory::right(self.clone(), c))
-    }
-    fn neg(&self) -> Factory<T> {
-        self.scaled(-T::one())
-    }
-}
-
-/// Factory arithmetic on shared linear factories; the results build linear composites with
-/// exact adjoints ([`crate::LinearOperatorExt`]'s counterparts).
-pub trait LinearFactoryExt<T: Scalar> {
-    /// The factory of `self ∘ right`; errors unless `right`'s range is `self`'s domain.
-    fn compose(&self, right: &LinFactory<T>) -> Result<LinFactory<T>>;
-    /// The factory of `self + other`; errors unless the domains and the ranges agree.
-    fn plus(&self, other: &LinFactory<T>) -> Result<LinFactory<T>>;
-    /// The factory of `self - other`; errors unless the domains and the ranges agree.
-    fn minus(&self, other: &LinFactory<T>) -> Result<LinFactory<T>>;
-    /// The factory of `c · self`.
-    fn scaled(&self, c: T) -> LinFactory<T>;
-    /// The factory of `-self`.
-    fn neg(&self) -> LinFactory<T>;
-    /// The factory of the adjoint `self*` (it builds `self`'s operator and takes its adjoint).
-    fn adjoint(&self) -> LinFactory<T>;
-    /// The same factory as a general [`Factory`].
-    fn as_factory(&self) -> Factory<T>;
-}
-
-impl<T: Scalar> LinearFactoryExt<T> for LinFactory<T> {
-    fn compose(&self, right: &LinFactory<T>) -> Result<LinFactory<T>> {
-        Ok(Arc::new(ComposedFactory::new(self.clone(), right.clone())?))
-    }
-    fn plus(&self, other: &LinFactory<T>) -> Result<LinFactory<T>> {
-        Ok(Arc::new(SumFactory::sum(self.clone(), other.clone())?))
-    }
-    fn minus(&self, other: &LinFactory<T>) -> Result<LinFactory<T>> {
-        Ok(Arc::new(SumFactory::difference(
-            self.clone(),
-            other.clone(),
-        )?))
-    }
-    fn scaled(&self, c: T) -> LinFactory<T> {
-        Arc::new(ScaledFactory::left(c, self.clone()))
-    }
-    fn neg(&self) -> LinFactory<T> {
-        self.scaled(-T::one())
-    }
-    fn adjoint(&self) -> LinFactory<T> {
-        Arc::new(AdjointFactory::new(self.clone()))
-    }
-    fn as_factory(&self) -> Factory<T> {
-        self.clone()
+    /// Errors (never panics) when the device cannot be used, when the operator cannot be built
+    /// there, or when what was built is not what the factory describes.
+    pub fn build(&self, device: Device) -> Result<O> {
+        let built = (self.inner.build)(device)?;
+        let op = built.operator();
+        let ctx = &self.inner.describe;
+        if O::LINEAR && !op.is_linear() {
+            return Err(Error::NotLinear(format!(
+                "{ctx}: built {}, whose is_linear() is false",
+                op.name()
+            )));
+        }
+        check_space(
+            op.domain(),
+            &self.inner.domain,
+            device,
+            &format!("{ctx}: built domain"),
+        )?;
+        check_space(
+            op.range(),
+            &self.inner.range,
+            device,
+            &format!("{ctx}: built range"),
+        )?;
+        Ok(built)
     }
 }

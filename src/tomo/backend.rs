@@ -42,3 +42,24 @@ impl Backend {
         Backend::Cuda(CudaOptions { device })
     }
 }
+
+impl Backend {
+    /// The backend that computes on `device`: [`Backend::Cpu`] with the options `cpu` for
+    /// [`Device::Cpu`](crate::Device::Cpu), [`Backend::cuda`]`(id)` for
+    /// [`Device::Cuda`](crate::Device::Cuda)`(id)` — how a factory of a ray transform picks its
+    /// backend ([`RayTransform::factory`](crate::tomo::RayTransform::factory)).
+    ///
+    /// ```
+    /// use rodl::tomo::{Backend, CpuOptions};
+    /// use rodl::Device;
+    /// let one = CpuOptions { threads: Some(1) };
+    /// assert_eq!(Backend::for_device(Device::Cpu, &one), Backend::cpu_threads(1));
+    /// assert_eq!(Backend::for_device(Device::Cuda(1), &one), Backend::cuda(1));
+    /// ```
+    pub fn for_device(device: crate::Device, cpu: &CpuOptions) -> Self {
+        match device {
+            crate::Device::Cpu => Backend::Cpu(cpu.clone()),
+            crate::Device::Cuda(id) => Backend::cuda(id),
+        }
+    }
+}

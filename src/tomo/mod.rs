@@ -1,5 +1,5 @@
-//! Tomography: acquisition geometries (ODL conventions), the ray transform with an exact adjoint,
-//! and phantoms.
+//! Tomography: acquisition geometries (ODL conventions), the ray transform with an exact adjoint
+//! (its factory, and its views split across several devices), and phantoms.
 
 mod backend;
 mod cpu;
@@ -11,8 +11,10 @@ mod cuda;
 pub mod fbp;
 pub mod geometry;
 mod grid;
+mod multi_device;
 pub mod phantom;
 mod projector;
+mod ray_factory;
 mod ray_transform;
 
 pub use backend::{Backend, CpuOptions, CudaOptions};
@@ -21,4 +23,5 @@ pub use geometry::{
     cone_beam_geometry, parallel_beam_geometry, Beam, Geometry, GeometryKind, GeometrySpec,
     TomoSpec, VecGeometry, View, VolumeSpec,
 };
+pub use multi_device::{MultiDeviceBackProjection, MultiDeviceRayTransform};
 pub use ray_transform::{RayBackProjection, RayTransform};

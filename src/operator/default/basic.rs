@@ -169,3 +169,93 @@ impl<T: Scalar> LinearOperator<T> for MultiplyOperator<T> {
         }))
     }
 }
+
+// ---------------------------------------------------------------------------------- factories
+
+impl<T: Scalar> IdentityOperator<T> {
+    /// The factory of the identity on `space`: it builds `IdentityOperator::new(space on the
+    /// device)`.
+    ///
+    /// ```
+    /// use rodl::factory::{LinFactory, SpaceDesc};
+    /// use rodl::{Device, IdentityOperator, Operator};
+    /// let id: LinFactory<f64> = IdentityOperator::factory(SpaceDesc::rn(&[3]));
+    /// let op = id.build(Device::Cpu)?;
+    /// let x = op.domain().full(2.0)?;
+    /// assert_eq!(op.apply(&x)?.as_slice()?, &[2.0; 3]);
+    /// # Ok::<(), rodl::Error>(())
+    /// ```
+    pub fn factory(space: crate::factory::SpaceDesc) -> crate::factory::LinFactory<T> {
+        let desc = format!("IdentityOperator on {space}");
+        let s = space.clone();
+        crate::factory::Factory::from_fn(space.clone(), space, desc, move |d| {
+            let op: LinOp<T> = Arc::new(IdentityOperator::new(s.build(d)?));
+            Ok(op)
+        })
+    }
+}
+
+impl<T: Scalar> ZeroOperator<T> {
+    /// The factory of the zero operator from `domain` to `range`.
+    pub fn factory(
+        domain: crate::factory::SpaceDesc,
+        range: crate::factory::SpaceDesc,
+    ) -> crate::factory::LinFactory<T> {
+        let desc = format!("ZeroOperator {domain} → {range}");
+        let (a, b) = (domain.clone(), range.clone());
+        crate::factory::Factory::from_fn(domain, range, desc, move |d| {
+            let op: LinOp<T> = Arc::new(ZeroOperator::new(a.build(d)?, b.build(d)?));
+            Ok(op)
+        })
+    }
+}
+
+impl<T: Scalar> ScalingOperator<T> {
+    /// The factory of x ↦ `scalar`·x on `space`.
+    pub fn factory(space: crate::factory::SpaceDesc, scalar: T) -> crate::factory::LinFactory<T> {
+        let desc = format!("ScalingOperator({scalar}) on {space}");
+        let s = space.clone();
+        crate::factory::Factory::from_fn(space.clone(), space, desc, move |d| {
+            let op: LinOp<T> = Arc::new(ScalingOperator::new(s.build(d)?, scalar));
+            Ok(op)
+        })
+    }
+}
+
+impl<T: Scalar> MultiplyOperator<T> {
+    /// The factory of x ↦ `factor`·x on `space`. The factory keeps `factor` (a host element of
+    /// `space`, else an error) in host memory and copies it to the device at each build: an
+    /// explicit host → device transfer for a GPU, a host copy for the CPU (each built operator
+    /// owns its factor).
+    ///
+    /// ```
+    /// use rodl::factory::{LinFactory, SpaceDesc};
+    /// use rodl::{rn, Device, MultiplyOperator, Operator};
+    /// let w = rn::<f64>(&[3])?.element_from_vec(vec![1.0, 2.0, 3.0])?;
+    /// let f: LinFactory<f64> = MultiplyOperator::factory(SpaceDesc::rn(&[3]), w)?;
+    /// let op = f.build(Device::Cpu)?;
+    /// assert_eq!(op.apply(&op.domain().full(2.0)?)?.as_slice()?, &[2.0, 4.0, 6.0]);
+    /// # Ok::<(), rodl::Error>(())
+    /// ```
+    pub fn factory(
+        space: crate::factory::SpaceDesc,
+        factor: Element<T>,
+    ) -> Result<crate::factory::LinFactory<T>> {
+        space.build::<T>(crate::Device::Cpu)?.check_member(
+            &factor,
+            "MultiplyOperator::factory factor (a host element of the space)",
+        )?;
+        let desc = format!("MultiplyOperator on {space}");
+        let s = space.clone();
+        Ok(crate::factory::Factory::from_fn(
+            space.clone(),
+            space,
+            desc,
+            move |d| {
+                let op: LinOp<T> =
+                    Arc::new(MultiplyOperator::new(s.build(d)?, factor.to_device(d)?)?);
+                Ok(op)
+            },
+        ))
+    }
+}

@@ -175,3 +175,73 @@ impl<T: Scalar> LinearOperator<T> for Laplacian<T> {
         Some(&self.norm)
     }
 }
+
+// ---------------------------------------------------------------------------------- factories
+
+impl<T: Scalar> Gradient<T> {
+    /// The factory of the gradient on `domain` (range: its power space); errors unless `domain`
+    /// describes a tensor space.
+    ///
+    /// ```
+    /// use rodl::factory::{LinFactory, SpaceDesc};
+    /// use rodl::{check_adjoint, Device, Gradient, Operator};
+    /// let grad: LinFactory<f64> = Gradient::factory(SpaceDesc::uniform_discr(&[0.0; 2], &[1.0; 2], &[8, 8])?)?;
+    /// assert_eq!(grad.range(), &grad.domain().power(2));
+    /// let op = grad.build(Device::Cpu)?;
+    /// assert!(check_adjoint(op.as_ref(), 2, 0)?.max_rel_error < 1e-12);
+    /// # Ok::<(), rodl::Error>(())
+    /// ```
+    pub fn factory(domain: crate::factory::SpaceDesc) -> Result<crate::factory::LinFactory<T>> {
+        let probe = Gradient::<T>::new(domain.build(crate::Device::Cpu)?)?;
+        let range = crate::factory::SpaceDesc::of(probe.range());
+        let desc = format!("Gradient on {domain}");
+        let s = domain.clone();
+        Ok(crate::factory::Factory::from_fn(
+            domain,
+            range,
+            desc,
+            move |d| {
+                let op: LinOp<T> = Arc::new(Gradient::new(s.build(d)?)?);
+                Ok(op)
+            },
+        ))
+    }
+}
+
+impl<T: Scalar> Divergence<T> {
+    /// The factory of the divergence into `range` (domain: its power space); errors unless
+    /// `range` describes a tensor space.
+    pub fn factory(range: crate::factory::SpaceDesc) -> Result<crate::factory::LinFactory<T>> {
+        let probe = Divergence::<T>::new(range.build(crate::Device::Cpu)?)?;
+        let domain = crate::factory::SpaceDesc::of(probe.domain());
+        let desc = format!("Divergence into {range}");
+        let s = range.clone();
+        Ok(crate::factory::Factory::from_fn(
+            domain,
+            range,
+            desc,
+            move |d| {
+                let op: LinOp<T> = Arc::new(Divergence::new(s.build(d)?)?);
+                Ok(op)
+            },
+        ))
+    }
+}
+
+impl<T: Scalar> Laplacian<T> {
+    /// The factory of the Laplacian on `space`; errors unless it describes a tensor space.
+    pub fn factory(space: crate::factory::SpaceDesc) -> Result<crate::factory::LinFactory<T>> {
+        Laplacian::<T>::new(space.build(crate::Device::Cpu)?)?;
+        let desc = format!("Laplacian on {space}");
+        let s = space.clone();
+        Ok(crate::factory::Factory::from_fn(
+            space.clone(),
+            space,
+            desc,
+            move |d| {
+                let op: LinOp<T> = Arc::new(Laplacian::new(s.build(d)?)?);
+                Ok(op)
+            },
+        ))
+    }
+}

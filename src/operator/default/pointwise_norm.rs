@@ -61,3 +61,39 @@ impl<T: Scalar> Operator<T> for PointwiseNorm<T> {
         )
     }
 }
+
+// ---------------------------------------------------------------------------------- factories
+
+impl<T: Scalar> PointwiseNorm<T> {
+    /// The factory of the (non-linear) pointwise `exponent`-norm on `domain = X^d`; errors as
+    /// [`PointwiseNorm::new`] does.
+    ///
+    /// ```
+    /// use rodl::factory::{OpFactory, SpaceDesc};
+    /// use rodl::{Device, Operator, PointwiseNorm};
+    /// let norm: OpFactory<f32> = PointwiseNorm::factory(SpaceDesc::rn(&[4]).power(3), 1.0)?;
+    /// assert!(!norm.is_linear());
+    /// let op = norm.build(Device::Cpu)?;
+    /// assert_eq!(op.apply(&op.domain().one()?)?.as_slice()?, &[3.0; 4]);
+    /// # Ok::<(), rodl::Error>(())
+    /// ```
+    pub fn factory(
+        domain: crate::factory::SpaceDesc,
+        exponent: f64,
+    ) -> Result<crate::factory::OpFactory<T>> {
+        let probe = PointwiseNorm::<T>::new(domain.build(crate::Device::Cpu)?, exponent)?;
+        let range = crate::factory::SpaceDesc::of(probe.range());
+        let desc = format!("PointwiseNorm({exponent}) on {domain}");
+        let s = domain.clone();
+        Ok(crate::factory::Factory::from_fn(
+            domain,
+            range,
+            desc,
+            move |d| {
+                let op: crate::Op<T> =
+                    std::sync::Arc::new(PointwiseNorm::new(s.build(d)?, exponent)?);
+                Ok(op)
+            },
+        ))
+    }
+}

@@ -190,7 +190,7 @@ pub fn fbp_op<T: Scalar>(ray_trafo: &RayTransform<T>, options: &FbpOptions) -> R
 }
 
 /// [`fbp_op`] for any linear operator whose data space is that of `geometry` (a
-/// [`MultiDeviceRayTransform`](crate::factory::MultiDeviceRayTransform), a ray transform built
+/// [`MultiDeviceRayTransform`](crate::tomo::MultiDeviceRayTransform), a ray transform built
 /// by a factory, …): `ray_trafo.adjoint() ∘ FbpFilter(ray_trafo.range(), geometry)`.
 pub fn fbp_op_with<T: Scalar>(
     ray_trafo: &dyn LinearOperator<T>,

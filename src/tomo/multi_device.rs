@@ -3,39 +3,42 @@
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
-use super::workers::run_each;
-use super::RayTransformFactory;
+use super::ray_factory::check_volume;
+use super::{Backend, CpuOptions, Geometry, RayTransform};
+use crate::factory::SpaceDesc;
 use crate::operator::{NormCache, Scratch};
-use crate::tomo::{CpuOptions, Geometry};
+use crate::parallel::run_each;
 use crate::{Device, Element, Error, LinOp, Result, Scalar, Space};
 
 /// A ray transform whose views are split across several devices: one large problem on several
 /// GPUs (or, for testing, several CPU entries).
 ///
-/// Each device gets a contiguous range of views ([`Geometry::select_views`]) and its own
-/// [`RayTransform`](crate::tomo::RayTransform) of that sub-geometry, built by the
-/// [`RayTransformFactory`] at construction (so a device that cannot be used is an error here).
-/// The forward transform sends the volume to every device, each projects its views, and the
-/// sinogram rows are gathered; the adjoint sends each device its rows of the sinogram, each
-/// back-projects them, and the partial volumes are summed on the host, in device order. Both
-/// run the devices concurrently, one host thread per device. The result equals the
+/// It is described like [`RayTransform::factory`]: the volume ([`SpaceDesc`]), the geometry
+/// and the CPU options. Each device gets a contiguous range of views
+/// ([`Geometry::select_views`]) and its own [`RayTransform`] of that sub-geometry, built at
+/// construction on the device ([`Backend::for_device`]), so a device that cannot be used is an
+/// error here. The forward transform sends the volume to every device, each projects its
+/// views, and the sinogram rows are gathered; the adjoint sends each device its rows of the
+/// sinogram, each back-projects them, and the partial volumes are summed on the host, in device
+/// order. Both run the devices concurrently, one host thread per device. The result equals the
 /// single-device transform up to rounding, and the adjoint is exact (each part's is, and the
 /// sub-geometries keep the data weighting).
 ///
-/// **Domain and range are host spaces** (the factory's volume and the full data space on the
-/// CPU). For a GPU entry the volume or the sinogram rows are copied to the device explicitly
+/// **Domain and range are host spaces** (the volume and the full data space on the CPU). For a
+/// GPU entry the volume or the sinogram rows are copied to the device explicitly
 /// ([`Element::to_device`]) at each call and the result is copied back ([`Element::to_host`]);
-/// a CPU entry computes on the host data without transfers. When the factory's CPU options
-/// leave the thread count open, the CPU entries share the machine's cores evenly.
+/// a CPU entry computes on the host data without transfers. When the CPU options leave the
+/// thread count open, the CPU entries share the machine's cores evenly.
 ///
 /// ```
-/// use rodl::factory::{MultiDeviceRayTransform, RayTransformFactory, SpaceDescExt};
-/// use rodl::tomo::{parallel_beam_geometry, Backend, RayTransform};
+/// use rodl::factory::SpaceDescExt;
+/// use rodl::tomo::{parallel_beam_geometry, Backend, CpuOptions, MultiDeviceRayTransform, RayTransform};
 /// use rodl::{check_adjoint, uniform_discr, Device, Operator};
 /// let space = uniform_discr::<f64>(&[-1.0, -1.0], &[1.0, 1.0], &[24, 24])?;
 /// let geometry = parallel_beam_geometry(&space, Some(10))?;
-/// let factory = RayTransformFactory::new(space.desc(), geometry.clone())?;
-/// let multi = MultiDeviceRayTransform::<f64>::new(factory, &[Device::Cpu, Device::Cpu, Device::Cpu])?;
+/// let cpu = CpuOptions::default();
+/// let devices = [Device::Cpu, Device::Cpu, Device::Cpu];
+/// let multi = MultiDeviceRayTransform::<f64>::new(space.desc(), geometry.clone(), cpu, &devices)?;
 /// assert_eq!(multi.view_ranges(), &[0..4, 4..7, 7..10]);
 /// let single = RayTransform::new(space.clone(), geometry, Backend::default())?;
 /// let x = space.one()?;
@@ -54,7 +57,9 @@ pub struct MultiDeviceBackProjection<T: Scalar> {
 }
 
 struct Inner<T: Scalar> {
-    factory: RayTransformFactory,
+    volume: SpaceDesc,
+    geometry: Geometry,
+    cpu: CpuOptions,
     /// The volume, on the host.
     domain: Space<T>,
     /// The full data space, on the host.
@@ -156,29 +161,38 @@ impl<T: Scalar> Part<T> {
 }
 
 impl<T: Scalar> MultiDeviceRayTransform<T> {
-    /// The ray transform of `factory` with its views split as evenly as possible across
-    /// `devices` (earlier devices take the remainder). Builds one transform per device now.
+    /// The ray transform on the discretised `volume` for `geometry` with its views split as
+    /// evenly as possible across `devices` (earlier devices take the remainder); `cpu`: the
+    /// options of the CPU entries. Builds one transform per device now.
     ///
-    /// Errors when `devices` is empty, when there are more devices than views, or when a part
-    /// cannot be built (device unavailable, f64 on a GPU, …).
-    pub fn new(factory: RayTransformFactory, devices: &[Device]) -> Result<Self> {
-        let n = factory.geometry().vec().num_views();
+    /// Errors when `volume` is not a discretised space of the geometry's dimension, when
+    /// `devices` is empty, when there are more devices than views, or when a part cannot be
+    /// built (device unavailable, f64 on a GPU, …).
+    pub fn new(
+        volume: SpaceDesc,
+        geometry: Geometry,
+        cpu: CpuOptions,
+        devices: &[Device],
+    ) -> Result<Self> {
+        let n = geometry.vec().num_views();
         let k = devices.len().max(1);
         let counts: Vec<usize> = (0..devices.len())
             .map(|i| n / k + usize::from(i < n % k))
             .collect();
-        Self::with_view_counts(factory, devices, &counts)
+        Self::with_view_counts(volume, geometry, cpu, devices, &counts)
     }
 
     /// As [`MultiDeviceRayTransform::new`] with `counts[i]` consecutive views on `devices[i]`
     /// (e.g. more views for a faster GPU). Every count must be at least 1 and they must add up
     /// to the number of views.
     pub fn with_view_counts(
-        factory: RayTransformFactory,
+        volume: SpaceDesc,
+        geometry: Geometry,
+        cpu: CpuOptions,
         devices: &[Device],
         counts: &[usize],
     ) -> Result<Self> {
-        let geometry = factory.geometry();
+        check_volume(&volume, &geometry)?;
         let n = geometry.vec().num_views();
         if devices.is_empty() {
             return Err(Error::invalid(
@@ -193,14 +207,14 @@ impl<T: Scalar> MultiDeviceRayTransform<T> {
                 devices.len()
             )));
         }
-        let domain: Space<T> = factory.volume().build(Device::Cpu)?;
+        let domain: Space<T> = volume.build(Device::Cpu)?;
         let range = Space::<T>::from_partition(geometry.data_partition().clone());
         let view_size = geometry.data_shape()[1..].iter().product();
         let cpu_entries = devices.iter().filter(|d| **d == Device::Cpu).count();
-        let mut cpu = factory.cpu_options().clone();
-        if cpu.threads.is_none() && cpu_entries > 1 {
+        let mut part_cpu = cpu.clone();
+        if part_cpu.threads.is_none() && cpu_entries > 1 {
             let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-            cpu = CpuOptions {
+            part_cpu = CpuOptions {
                 threads: Some((cores / cpu_entries).max(1)),
             };
         }
@@ -209,12 +223,11 @@ impl<T: Scalar> MultiDeviceRayTransform<T> {
         for (&device, &count) in devices.iter().zip(counts) {
             let views = start..start + count;
             start += count;
-            let sub = RayTransformFactory::new(
-                factory.volume().clone(),
+            let forward: LinOp<T> = Arc::new(RayTransform::new(
+                volume.build(device)?,
                 geometry.select_views(views.clone())?,
-            )?
-            .with_cpu_options(cpu.clone());
-            let forward: LinOp<T> = Arc::new(sub.build_ray_transform::<T>(device)?);
+                Backend::for_device(device, &part_cpu),
+            )?);
             let backward = forward.adjoint()?;
             let host_data = Space::<T>::from_partition(forward.range().partition()?.clone());
             parts.push(Part {
@@ -229,7 +242,9 @@ impl<T: Scalar> MultiDeviceRayTransform<T> {
         }
         Ok(Self {
             inner: Arc::new(Inner {
-                factory,
+                volume,
+                geometry,
+                cpu,
                 domain,
                 range,
                 parts,
@@ -249,14 +264,19 @@ impl<T: Scalar> MultiDeviceRayTransform<T> {
         self.inner.parts.iter().map(|p| p.views.clone()).collect()
     }
 
-    /// The full geometry.
-    pub fn geometry(&self) -> &Geometry {
-        self.inner.factory.geometry()
+    /// The description of the volume (the domain).
+    pub fn volume(&self) -> &SpaceDesc {
+        &self.inner.volume
     }
 
-    /// The factory the parts were built from.
-    pub fn factory(&self) -> &RayTransformFactory {
-        &self.inner.factory
+    /// The full geometry.
+    pub fn geometry(&self) -> &Geometry {
+        &self.inner.geometry
+    }
+
+    /// The CPU options given at construction.
+    pub fn cpu_options(&self) -> &CpuOptions {
+        &self.inner.cpu
     }
 }
 

@@ -5,9 +5,9 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::space_desc::check_space;
+use super::batch::{leaves, leaves_mut, split_rows, split_rows_mut};
 use super::workers::run_each;
-use super::{Factory, LinFactory, LinearOperatorFactory, OperatorFactory, SpaceDesc};
+use crate::factory::{Factory, OperatorHandle, SpaceDesc};
 use crate::operator::{NormCache, Scratch};
 use crate::{Device, Element, Error, LinOp, LinearOperator, Op, Operator, Result, Scalar, Space};
 
@@ -16,16 +16,16 @@ use crate::{Device, Element, Error, LinOp, LinearOperator, Op, Operator, Result,
 /// The domain and range are batch spaces ([`SpaceDesc::batched`]): the factory's domain and
 /// range with a leading batch axis of length `B` on every tensor (unit weight along it, so the
 /// inner product is the sum over the batch). **Batch elements live in host memory**: the batch
-/// spaces are host spaces whatever the devices. The batch is split into contiguous chunks, one
-/// per device (as even as possible, or the sizes given to
+/// spaces are host spaces whatever the devices. [`stack`](Self::stack) makes a batch of `B`
+/// elements and [`unstack`](Self::unstack) splits one. The batch is split into contiguous
+/// chunks, one per device (as even as possible, or the sizes given to
 /// [`with_chunks`](DataParallel::with_chunks); uneven splits and empty chunks are allowed).
 ///
 /// At the first call that needs it, each device builds its replica with the factory
-/// ([`OperatorFactory::build`] / [`LinearOperatorFactory::build_linear`]) and caches it: one
-/// build per device entry for the life of the operator ([`build_counts`](Self::build_counts)).
-/// A device that cannot be used gives a clean error at that first call (or at
-/// [`warm_up`](Self::warm_up)), never a panic. The same device may be listed more than once
-/// (e.g. `[Cpu, Cpu]`): each entry gets its own replica.
+/// ([`Factory::build`]) and caches it: one build per device entry for the life of the operator
+/// ([`build_counts`](Self::build_counts)). A device that cannot be used gives a clean error at
+/// that first call (or at [`warm_up`](Self::warm_up)), never a panic. The same device may be
+/// listed more than once (e.g. `[Cpu, Cpu]`): each entry gets its own replica.
 ///
 /// A call runs the devices' chunks concurrently, one host thread per device with work (`std::
 /// thread::scope`; a single busy device runs on the calling thread). Each thread applies its
@@ -35,21 +35,22 @@ use crate::{Device, Element, Error, LinOp, LinearOperator, Op, Operator, Result,
 /// ([`Element::to_host`]) before it is written into its slot of the output batch. Replicas of
 /// CPU entries compute on the host without extra transfers.
 ///
-/// Built from a linear factory ([`DataParallel::new`]) it is a [`LinearOperator`] whose adjoint is
-/// the data-parallel adjoint: it shares the replicas (each device takes its replica's
-/// [`adjoint`](LinearOperator::adjoint), once) and is exact in the batch spaces' inner products.
-/// From a general factory ([`DataParallel::general`]) it is an [`Operator`].
+/// Built from a [`LinFactory`](crate::factory::LinFactory) (`O = LinOp<T>`, the default) it is
+/// a [`LinearOperator`] whose adjoint is the data-parallel adjoint: it shares the replicas
+/// (each device takes its replica's [`adjoint`](LinearOperator::adjoint), once) and is exact in
+/// the batch spaces' inner products. From an [`OpFactory`](crate::factory::OpFactory)
+/// (`O = Op<T>`) it is an [`Operator`].
 ///
 /// If a call fails, the output's contents are unspecified.
 ///
 /// ```
-/// use std::sync::Arc;
-/// use rodl::factory::{DataParallel, LinFactory, ScalingFactory, SpaceDesc};
-/// use rodl::{check_adjoint, Device, LinearOperator, Operator};
+/// use rodl::factory::{LinFactory, SpaceDesc};
+/// use rodl::parallel::DataParallel;
+/// use rodl::{check_adjoint, Device, LinearOperator, Operator, ScalingOperator};
 ///
-/// let scale: LinFactory<f64> = Arc::new(ScalingFactory::new(SpaceDesc::rn(&[2]), 3.0));
+/// let scale: LinFactory<f64> = ScalingOperator::factory(SpaceDesc::rn(&[2]), 3.0);
 /// // Five elements on two CPU "devices": chunks of 3 and 2.
-/// let op = DataParallel::new(scale, &[Device::Cpu, Device::Cpu], 5)?;
+/// let op = DataParallel::new(scale.clone(), &[Device::Cpu, Device::Cpu], 5)?;
 /// assert_eq!(op.domain().shape()?, &[5, 2]);
 /// let x = op.domain().element_from_vec((0..10).map(f64::from).collect())?;
 /// let y = op.apply(&x)?;
@@ -58,28 +59,28 @@ use crate::{Device, Element, Error, LinOp, LinearOperator, Op, Operator, Result,
 /// assert!(check_adjoint(&op, 2, 3)?.max_rel_error < 1e-12);
 ///
 /// // A missing GPU is an error at first use, not a panic.
-/// let f: LinFactory<f64> = Arc::new(ScalingFactory::new(SpaceDesc::rn(&[2]), 3.0));
-/// let bad = DataParallel::new(f, &[Device::Cpu, Device::Cuda(7)], 4)?;
+/// let bad = DataParallel::new(scale, &[Device::Cpu, Device::Cuda(7)], 4)?;
 /// assert!(bad.apply(&bad.domain().zero()?).is_err());
 /// # Ok::<(), rodl::Error>(())
 /// ```
-pub struct DataParallel<T: Scalar, P: ?Sized = dyn LinearOperatorFactory<T>> {
+pub struct DataParallel<T: Scalar, O = LinOp<T>> {
     core: Arc<Core<T>>,
     adjoint: bool,
-    _p: PhantomData<fn() -> Arc<P>>,
+    _o: PhantomData<fn() -> O>,
 }
 
-enum Source<T: Scalar> {
-    General(Factory<T>),
-    Linear(LinFactory<T>),
-}
+/// Builds a replica: the operator, and the linear operator when the factory is linear.
+type BuildReplica<T> = dyn Fn(Device) -> Result<(Op<T>, Option<LinOp<T>>)> + Send + Sync;
 
 struct Core<T: Scalar> {
-    source: Source<T>,
+    build: Box<BuildReplica<T>>,
+    describe: String,
+    linear: bool,
     slots: Vec<Slot<T>>,
     chunks: Vec<Range<usize>>,
-    inner_domain: SpaceDesc,
-    inner_range: SpaceDesc,
+    /// The leaf sizes of an element of the factory's domain and range.
+    domain_sizes: Vec<usize>,
+    range_sizes: Vec<usize>,
     /// The batch spaces (host).
     domain: Space<T>,
     range: Space<T>,
@@ -133,63 +134,49 @@ fn even_chunks(n: usize, k: usize) -> Vec<usize> {
     (0..k).map(|i| n / k + usize::from(i < n % k)).collect()
 }
 
-impl<T: Scalar> DataParallel<T> {
-    /// The data-parallel operator of the linear `factory` on batches of `batch` elements,
-    /// split as evenly as possible across `devices` (earlier devices take the remainder).
+impl<T: Scalar, O: OperatorHandle<Scalar = T>> DataParallel<T, O> {
+    /// The data-parallel operator of `factory` on batches of `batch` elements, split as evenly
+    /// as possible across `devices` (earlier devices take the remainder). A linear factory
+    /// gives a linear operator; a general one (e.g. a non-linear factory) a general operator.
     ///
     /// Nothing is built yet. Errors when `devices` is empty or `batch` is 0.
-    pub fn new(factory: LinFactory<T>, devices: &[Device], batch: usize) -> Result<Self> {
+    ///
+    /// ```
+    /// use rodl::factory::{OpFactory, SpaceDesc};
+    /// use rodl::parallel::DataParallel;
+    /// use rodl::{Device, Operator, PointwiseNorm};
+    /// let norm: OpFactory<f32> = PointwiseNorm::factory(SpaceDesc::rn(&[3]).power(2), 2.0)?;
+    /// let op = DataParallel::new(norm, &[Device::Cpu, Device::Cpu], 4)?;
+    /// let field = op.domain().full(3.0)?; // a product: two batches of shape [4, 3]
+    /// assert_eq!(op.apply(&field)?.as_slice()?, &[18f32.sqrt(); 12]);
+    /// # Ok::<(), rodl::Error>(())
+    /// ```
+    pub fn new(factory: Factory<O>, devices: &[Device], batch: usize) -> Result<Self> {
         Self::with_chunks(factory, devices, &even_chunks(batch, devices.len()))
     }
 
     /// As [`DataParallel::new`] with `chunks[i]` batch elements on `devices[i]` (the batch size
     /// is their sum; a device with 0 elements is never built).
-    pub fn with_chunks(
-        factory: LinFactory<T>,
-        devices: &[Device],
-        chunks: &[usize],
-    ) -> Result<Self> {
-        Core::new(Source::Linear(factory), devices, chunks).map(Self::from_core)
-    }
-}
-
-impl<T: Scalar> DataParallel<T, dyn OperatorFactory<T>> {
-    /// The data-parallel operator of the general (possibly non-linear) `factory` on batches of
-    /// `batch` elements, split as evenly as possible across `devices`.
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use rodl::factory::{DataParallel, Factory, PointwiseNormFactory, SpaceDesc};
-    /// use rodl::{Device, Operator};
-    /// let norm: Factory<f32> = Arc::new(PointwiseNormFactory::new(SpaceDesc::rn(&[3]).power(2), 2.0)?);
-    /// let op = DataParallel::general(norm, &[Device::Cpu, Device::Cpu], 4)?;
-    /// let field = op.domain().full(3.0)?; // a product: two batches of shape [4, 3]
-    /// assert_eq!(op.apply(&field)?.as_slice()?, &[18f32.sqrt(); 12]);
-    /// # Ok::<(), rodl::Error>(())
-    /// ```
-    pub fn general(factory: Factory<T>, devices: &[Device], batch: usize) -> Result<Self> {
-        Self::general_with_chunks(factory, devices, &even_chunks(batch, devices.len()))
-    }
-
-    /// As [`DataParallel::general`] with `chunks[i]` batch elements on `devices[i]`.
-    pub fn general_with_chunks(
-        factory: Factory<T>,
-        devices: &[Device],
-        chunks: &[usize],
-    ) -> Result<Self> {
-        Core::new(Source::General(factory), devices, chunks).map(Self::from_core)
-    }
-}
-
-impl<T: Scalar, P: ?Sized> DataParallel<T, P> {
-    fn from_core(core: Core<T>) -> Self {
-        Self {
+    pub fn with_chunks(factory: Factory<O>, devices: &[Device], chunks: &[usize]) -> Result<Self> {
+        let info = FactoryInfo {
+            domain: factory.domain().clone(),
+            range: factory.range().clone(),
+            describe: factory.describe().to_string(),
+            linear: factory.is_linear(),
+        };
+        let build = move |d: Device| -> Result<(Op<T>, Option<LinOp<T>>)> {
+            Ok(factory.build(d)?.into_parts())
+        };
+        let core = Core::new(info, Box::new(build), devices, chunks)?;
+        Ok(Self {
             core: Arc::new(core),
             adjoint: false,
-            _p: PhantomData,
-        }
+            _o: PhantomData,
+        })
     }
+}
 
+impl<T: Scalar, O> DataParallel<T, O> {
     /// The devices, one entry per replica.
     pub fn devices(&self) -> Vec<Device> {
         self.core.slots.iter().map(|s| s.device).collect()
@@ -215,6 +202,58 @@ impl<T: Scalar, P: ?Sized> DataParallel<T, P> {
             .collect()
     }
 
+    /// The batch of `elements`: host elements of the factory's domain give an element of the
+    /// batched domain, host elements of its range one of the batched range (the input of the
+    /// adjoint). Exactly [`batch_size`](Self::batch_size) elements, in batch order.
+    ///
+    /// ```
+    /// use rodl::factory::{LinFactory, SpaceDesc};
+    /// use rodl::parallel::DataParallel;
+    /// use rodl::{rn, Device, Gradient, Operator};
+    /// let grad: LinFactory<f64> = Gradient::factory(SpaceDesc::rn(&[4]))?;
+    /// let op = DataParallel::new(grad, &[Device::Cpu, Device::Cpu], 3)?;
+    /// let images: Vec<_> = (0..3)
+    ///     .map(|k| rn::<f64>(&[4])?.element_from_vec(vec![f64::from(k); 4]))
+    ///     .collect::<rodl::Result<_>>()?;
+    /// let batch = op.stack(&images)?; // shape [3, 4]
+    /// let grads = op.unstack(&op.apply(&batch)?)?; // three elements of (ℝ⁴)¹
+    /// assert_eq!(grads.len(), 3);
+    /// assert_eq!(op.unstack(&batch)?[2].as_slice()?, &[2.0; 4]);
+    /// # Ok::<(), rodl::Error>(())
+    /// ```
+    pub fn stack(&self, elements: &[Element<T>]) -> Result<Element<T>> {
+        let c = &*self.core;
+        let n = self.batch_size();
+        let on_range = elements
+            .first()
+            .is_some_and(|x| c.host_inner_domain.check_member(x, "").is_err())
+            && c.host_inner_range.check_member(&elements[0], "").is_ok();
+        if on_range {
+            super::batch::stack(&c.host_inner_range, &c.range, &c.range_sizes, n, elements)
+        } else {
+            super::batch::stack(
+                &c.host_inner_domain,
+                &c.domain,
+                &c.domain_sizes,
+                n,
+                elements,
+            )
+        }
+    }
+
+    /// The elements of the batch `x` (a host element of the batched domain or of the batched
+    /// range), in batch order: elements of the factory's domain or of its range.
+    pub fn unstack(&self, x: &Element<T>) -> Result<Vec<Element<T>>> {
+        let c = &*self.core;
+        let n = self.batch_size();
+        let on_range = c.domain.check_member(x, "").is_err() && c.range.check_member(x, "").is_ok();
+        if on_range {
+            super::batch::unstack(&c.host_inner_range, &c.range, &c.range_sizes, n, x)
+        } else {
+            super::batch::unstack(&c.host_inner_domain, &c.domain, &c.domain_sizes, n, x)
+        }
+    }
+
     /// Builds the replicas of all devices with work now (concurrently), so that a device that
     /// cannot be used is reported here rather than at the first call.
     pub fn warm_up(&self) -> Result<()> {
@@ -236,8 +275,21 @@ impl<T: Scalar, P: ?Sized> DataParallel<T, P> {
     }
 }
 
+/// What a data-parallel operator needs to know of its factory, before anything is built.
+struct FactoryInfo {
+    domain: SpaceDesc,
+    range: SpaceDesc,
+    describe: String,
+    linear: bool,
+}
+
 impl<T: Scalar> Core<T> {
-    fn new(source: Source<T>, devices: &[Device], chunks: &[usize]) -> Result<Self> {
+    fn new(
+        info: FactoryInfo,
+        build: Box<BuildReplica<T>>,
+        devices: &[Device],
+        chunks: &[usize],
+    ) -> Result<Self> {
         if devices.is_empty() {
             return Err(Error::invalid("DataParallel needs at least one device"));
         }
@@ -252,14 +304,10 @@ impl<T: Scalar> Core<T> {
         if batch == 0 {
             return Err(Error::invalid("DataParallel: the batch must not be empty"));
         }
-        let (inner_domain, inner_range) = match &source {
-            Source::General(f) => (f.domain().clone(), f.range().clone()),
-            Source::Linear(f) => (f.domain().clone(), f.range().clone()),
-        };
-        let domain = inner_domain.batched(batch)?.build(Device::Cpu)?;
-        let range = inner_range.batched(batch)?.build(Device::Cpu)?;
-        let host_inner_domain = inner_domain.build(Device::Cpu)?;
-        let host_inner_range = inner_range.build(Device::Cpu)?;
+        let domain = info.domain.batched(batch)?.build(Device::Cpu)?;
+        let range = info.range.batched(batch)?.build(Device::Cpu)?;
+        let host_inner_domain = info.domain.build(Device::Cpu)?;
+        let host_inner_range = info.range.build(Device::Cpu)?;
         let mut start = 0;
         let ranges = chunks
             .iter()
@@ -278,11 +326,13 @@ impl<T: Scalar> Core<T> {
             })
             .collect();
         Ok(Self {
-            source,
+            build,
+            describe: info.describe,
+            linear: info.linear,
             slots,
             chunks: ranges,
-            inner_domain,
-            inner_range,
+            domain_sizes: info.domain.leaf_sizes(),
+            range_sizes: info.range.leaf_sizes(),
             domain,
             range,
             host_inner_domain,
@@ -291,34 +341,19 @@ impl<T: Scalar> Core<T> {
         })
     }
 
-    fn describe(&self) -> String {
-        match &self.source {
-            Source::General(f) => f.describe(),
-            Source::Linear(f) => f.describe(),
-        }
-    }
-
-    fn is_linear(&self) -> bool {
-        match &self.source {
-            Source::General(f) => f.is_linear(),
-            Source::Linear(_) => true,
-        }
-    }
-
     /// Applies the replicas (or their adjoints) to the batch `x`, writing `out`.
     fn run(&self, adjoint: bool, x: &Element<T>, out: &mut Element<T>) -> Result<()> {
-        let (in_desc, out_desc) = if adjoint {
-            (&self.inner_range, &self.inner_domain)
+        let (in_sizes, out_sizes) = if adjoint {
+            (&self.range_sizes, &self.domain_sizes)
         } else {
-            (&self.inner_domain, &self.inner_range)
+            (&self.domain_sizes, &self.range_sizes)
         };
-        let (in_sizes, out_sizes) = (in_desc.leaf_sizes(), out_desc.leaf_sizes());
         let mut ins = Vec::new();
         leaves(x, &mut ins)?;
         let mut outs = Vec::new();
         leaves_mut(out, &mut outs)?;
-        let ins = split_rows(ins, &in_sizes, &self.chunks);
-        let outs = split_rows_mut(outs, &out_sizes, &self.chunks);
+        let ins = split_rows(ins, in_sizes, &self.chunks);
+        let outs = split_rows_mut(outs, out_sizes, &self.chunks);
         let work: Vec<Share<'_, T>> = ins
             .into_iter()
             .zip(outs)
@@ -326,7 +361,6 @@ impl<T: Scalar> Core<T> {
             .filter(|(i, _)| !self.chunks[*i].is_empty())
             .map(|(i, (a, b))| (i, a, b))
             .collect();
-        let (in_sizes, out_sizes) = (&in_sizes, &out_sizes);
         let name = |w: &Share<'_, T>| format!("rodl-data-parallel-{}", self.slots[w.0].device);
         run_each(work, name, |(i, ins, outs)| {
             self.run_slot(i, adjoint, &ins, outs, in_sizes, out_sizes)
@@ -389,23 +423,9 @@ impl<T: Scalar> Slot<T> {
         if let Some(r) = &*g {
             return Ok(r.clone());
         }
-        let d = self.device;
-        let (op, lin): (Op<T>, Option<LinOp<T>>) = match &core.source {
-            Source::General(f) => (f.build(d)?, None),
-            Source::Linear(f) => {
-                let l = f.build_linear(d)?;
-                (l.clone(), Some(l))
-            }
-        };
+        // The factory checks what it built against its descriptions and the device.
+        let (op, lin) = (core.build)(self.device)?;
         self.builds.fetch_add(1, Ordering::Relaxed);
-        let ctx = format!("DataParallel replica on {d} ({})", core.describe());
-        check_space(
-            op.domain(),
-            &core.inner_domain,
-            d,
-            &format!("{ctx}: domain"),
-        )?;
-        check_space(op.range(), &core.inner_range, d, &format!("{ctx}: range"))?;
         let r = Arc::new(Replica::new(op, lin, core.host_inner_domain.clone()));
         *g = Some(r.clone());
         Ok(r)
@@ -432,64 +452,7 @@ impl<T: Scalar> Slot<T> {
     }
 }
 
-/// The tensor leaves of a host element, depth first.
-fn leaves<'a, T: Scalar>(e: &'a Element<T>, acc: &mut Vec<&'a [T]>) -> Result<()> {
-    if e.is_product() {
-        for p in e.parts()? {
-            leaves(p, acc)?;
-        }
-    } else {
-        acc.push(e.as_slice()?);
-    }
-    Ok(())
-}
-
-/// The tensor leaves of a host element, depth first, mutable.
-fn leaves_mut<'a, T: Scalar>(e: &'a mut Element<T>, acc: &mut Vec<&'a mut [T]>) -> Result<()> {
-    if e.is_product() {
-        for p in e.parts_mut()?.iter_mut() {
-            leaves_mut(p, acc)?;
-        }
-    } else {
-        acc.push(e.as_slice_mut()?);
-    }
-    Ok(())
-}
-
-/// Splits every batch leaf (`sizes[k]` scalars per element) into the rows of each chunk.
-fn split_rows<'a, T>(
-    leaves: Vec<&'a [T]>,
-    sizes: &[usize],
-    chunks: &[Range<usize>],
-) -> Vec<Vec<&'a [T]>> {
-    let mut per: Vec<Vec<&'a [T]>> = chunks.iter().map(|_| Vec::new()).collect();
-    for (leaf, &n) in leaves.into_iter().zip(sizes) {
-        for (c, r) in chunks.iter().enumerate() {
-            per[c].push(&leaf[r.start * n..r.end * n]);
-        }
-    }
-    per
-}
-
-/// Splits every batch leaf (`sizes[k]` scalars per element) into the rows of each chunk, mutable.
-fn split_rows_mut<'a, T>(
-    leaves: Vec<&'a mut [T]>,
-    sizes: &[usize],
-    chunks: &[Range<usize>],
-) -> Vec<Vec<&'a mut [T]>> {
-    let mut per: Vec<Vec<&'a mut [T]>> = chunks.iter().map(|_| Vec::new()).collect();
-    for (leaf, &n) in leaves.into_iter().zip(sizes) {
-        let mut rest = leaf;
-        for (c, r) in chunks.iter().enumerate() {
-            let (head, tail) = std::mem::take(&mut rest).split_at_mut(r.len() * n);
-            per[c].push(head);
-            rest = tail;
-        }
-    }
-    per
-}
-
-impl<T: Scalar, P: ?Sized> Operator<T> for DataParallel<T, P> {
+impl<T: Scalar, O> Operator<T> for DataParallel<T, O> {
     fn domain(&self) -> &Space<T> {
         if self.adjoint {
             &self.core.range
@@ -508,25 +471,25 @@ impl<T: Scalar, P: ?Sized> Operator<T> for DataParallel<T, P> {
         self.core.run(self.adjoint, x, out)
     }
     fn is_linear(&self) -> bool {
-        self.core.is_linear()
+        self.core.linear
     }
     fn name(&self) -> String {
         let devices: Vec<String> = self.devices().iter().map(|d| d.to_string()).collect();
         format!(
             "DataParallel({}{} on [{}])",
-            self.core.describe(),
+            self.core.describe,
             if self.adjoint { "*" } else { "" },
             devices.join(", ")
         )
     }
 }
 
-impl<T: Scalar> LinearOperator<T> for DataParallel<T> {
+impl<T: Scalar> LinearOperator<T> for DataParallel<T, LinOp<T>> {
     fn adjoint(&self) -> Result<LinOp<T>> {
-        Ok(Arc::new(DataParallel::<T> {
+        Ok(Arc::new(DataParallel::<T, LinOp<T>> {
             core: self.core.clone(),
             adjoint: !self.adjoint,
-            _p: PhantomData,
+            _o: PhantomData,
         }))
     }
     fn norm_cache(&self) -> Option<&NormCache> {
