@@ -352,6 +352,10 @@ proptest! {
         let w = x.random_normal(&mut rng(seed ^ 1)).unwrap();
         let ops = algebra_ops(&x, &y, w, c as f32);
         assert_adjoints(&ops, seed, adjoint_tol::<f32>());
-        assert_linear(&ops, seed, adjoint_tol::<f32>());
+        // `lap − div ∘ grad` is the difference of two operators of norm ≈ 4 d / h² that agree
+        // away from the boundary: its outputs are a few per cent of its terms', so the f32
+        // rounding of the terms shows ~30× larger relative to them (up to 8.7e-5 measured, on a
+        // 4-cell grid with h = 0.025; the case is kept in operator_algebra.proptest-regressions).
+        assert_linear(&ops, seed, 30.0 * adjoint_tol::<f32>());
     }
 }
