@@ -101,7 +101,9 @@ fn run() -> ExampleResult<()> {
 
     // CGLS from 0.
     let mut x = space.zero()?;
-    let (n, secs) = timed(device, || Ok(cgls(ray, &mut x, data, CGLS_ITER, &mut ())?))?;
+    let (n, secs) = timed(device, || {
+        Ok(cgls(ray, &mut x, data, CGLS_ITER, &mut ())?.iterations)
+    })?;
     record("CGLS", n.to_string(), &x, secs)?;
 
     // SIRT from 0, clamped to x ≥ 0.
@@ -111,13 +113,15 @@ fn run() -> ExampleResult<()> {
         nonnegative: true,
     };
     let (n, secs) = timed(device, || {
-        Ok(sirt(ray, &mut x, data, SIRT_ITER, opts, &mut ())?)
+        Ok(sirt(ray, &mut x, data, SIRT_ITER, &opts, &mut ())?.iterations)
     })?;
     record("SIRT", n.to_string(), &x, secs)?;
 
     // MLEM from 1.
     let mut x = space.one()?;
-    let (n, secs) = timed(device, || Ok(mlem(ray, &mut x, data, MLEM_ITER, &mut ())?))?;
+    let (n, secs) = timed(device, || {
+        Ok(mlem(ray, &mut x, data, MLEM_ITER, &mut ())?.iterations)
+    })?;
     record("MLEM", n.to_string(), &x, secs)?;
 
     // OSEM from 1: the angles in OSEM_SUBSETS contiguous blocks, visited far apart in angle
@@ -126,13 +130,7 @@ fn run() -> ExampleResult<()> {
     let (n, secs) = timed(device, || {
         let subsets = RaySubsets::new(ray, OSEM_SUBSETS, problem.backend.clone())?;
         let blocks = subsets.split_data(data)?;
-        Ok(osem(
-            subsets.operators(),
-            &mut x,
-            &blocks,
-            OSEM_PASSES,
-            &mut (),
-        )?)
+        Ok(osem(subsets.operators(), &mut x, &blocks, OSEM_PASSES, &mut ())?.iterations)
     })?;
     record("OSEM", format!("{n} x {OSEM_SUBSETS} sub"), &x, secs)?;
 

@@ -13,37 +13,31 @@
 //! min_{x ≥ 0}  ½ ‖A x − y‖² + λ ‖ |∇x|₂ ‖₁
 //! ```
 //!
-//! (isotropic TV: [`GroupL1Norm`] of the [`Gradient`]), written as `f(x) + g(K x)` with
-//! `f = ι_{x ≥ 0}`, `K = (A, μ∇)` (a [`BroadcastOperator`]) and
+//! (isotropic TV), solved with the library's recipe [`rodl::solvers::tv::pdhg_tv`]: PDHG on
+//! `f(x) + g(K x)` with `f = ι_{x ≥ 0}`, `K = (A, μ∇)` and
 //! `g = SeparableSum(½ ‖· − y‖², (λ/μ) GroupL1Norm)`. The factor `μ = ‖A‖ / ‖∇‖` balances the
 //! two blocks of `K` (on `[-1, 1]²` the gradient's norm is about 70 times the ray
-//! transform's); it changes the path of PDHG, not the minimiser. The step sizes come from the
-//! operator norms (power iteration on `A` and `∇`): `‖K‖ ≤ (‖A‖² + μ² ‖∇‖²)^{1/2} = √2 ‖A‖`,
-//! `τ = 0.99 √r / ‖K‖`, `σ = 0.99 / (√r ‖K‖)` with `r = τ/σ` [`STEP_RATIO`], so that
+//! transform's); it changes the path of PDHG, not the minimiser. The norms are the recipe's
+//! upper bounds ([`rodl::solvers::tv::Bounds`]), so `‖K‖ ≤ √2 ‖A‖`, and the steps are
+//! `τ = 0.99 √r / ‖K‖`, `σ = 0.99 / (√r ‖K‖)` with the ratio `r = τ/σ` [`STEP_RATIO`], so that
 //! `τ σ ‖K‖² < 1`.
 //!
-//! The objective is printed every `PRINT_EVERY` iterations (computed in the callback; one
-//! extra application of `A` each time). With `--device cuda:N` the same code runs with the
-//! spaces on that GPU (Gradient, ray transform, proximal steps and reductions all stay on the
-//! device); without a usable GPU it stops with a one-line error.
+//! The objective is printed every `PRINT_EVERY` iterations (computed in the callback by
+//! [`rodl::solvers::tv::TvProblem::objective`]; one extra application of `A` and `∇` each time).
+//! With `--device cuda:N` the same code runs with the spaces on that GPU (Gradient, ray
+//! transform, proximal steps and reductions all stay on the device); without a usable GPU it
+//! stops with a one-line error.
 
 mod reconstruct_common;
 
-use std::sync::Arc;
 use std::time::Instant;
 
 use reconstruct_common::{
     exit_on_error, parse_args, save_png, timed, ExampleResult, Problem, Real,
 };
 use rodl::solvers::callback::{Control, IterationInfo};
-use rodl::solvers::functional::{
-    Func, Functional, FunctionalExt, GroupL1Norm, IndicatorNonnegativity, L2NormSquared,
-    SeparableSum,
-};
-use rodl::solvers::iterative::{pdhg, PdhgOptions};
-use rodl::{
-    power_method_opnorm, BroadcastOperator, Element, Gradient, LinOp, LinearOperatorExt, Operator,
-};
+use rodl::solvers::tv::{pdhg_tv, PdhgTvOptions, TvProblem};
+use rodl::{Element, LinOp};
 
 /// PDHG iterations.
 const ITERATIONS: usize = 200;
@@ -57,11 +51,6 @@ const LAMBDA: f64 = 4e-5;
 const STEP_RATIO: f64 = 25.0;
 /// Print the objective every this many iterations.
 const PRINT_EVERY: usize = 25;
-/// Power iterations for the operator norms (the estimate approaches ‖·‖ from below; a
-/// safety factor covers the rest).
-const POWER_ITERATIONS: usize = 30;
-/// Safety factor on the power-iteration estimates.
-const NORM_SAFETY: f64 = 1.05;
 
 fn main() {
     exit_on_error(run());
@@ -75,50 +64,29 @@ fn run() -> ExampleResult<()> {
     let problem = Problem::new(&args)?;
     let (space, data, device) = (&problem.space, &problem.data, args.device);
 
-    // Operators and their norms.
+    // The problem and its norm bounds.
     let t = Instant::now();
     let ray: LinOp<Real> = problem.ray.clone();
-    let grad: LinOp<Real> = Arc::new(Gradient::new(space.clone())?);
-    let norm = |op: &LinOp<Real>| -> ExampleResult<f64> {
-        let adjoint = op.adjoint()?;
-        let estimate =
-            power_method_opnorm(op.as_ref(), adjoint.as_ref(), POWER_ITERATIONS, 1e-4, 1)?;
-        Ok(NORM_SAFETY * estimate)
-    };
-    let (ray_norm, grad_norm) = (norm(&ray)?, norm(&grad)?);
-    let mu = ray_norm / grad_norm;
-    let k: LinOp<Real> = Arc::new(BroadcastOperator::new(vec![
-        ray.clone(),
-        grad.scaled(mu as Real),
-    ])?);
-    let k_norm = (ray_norm.powi(2) + (mu * grad_norm).powi(2)).sqrt();
-    let tau = 0.99 * STEP_RATIO.sqrt() / k_norm;
-    let sigma = 0.99 / (STEP_RATIO.sqrt() * k_norm);
+    let tv = TvProblem::new(ray, data, LAMBDA)?;
+    let b = tv.bounds();
+    let k_norm = std::f64::consts::SQRT_2 * b.ray;
     println!(
-        "norms      |A| = {ray_norm:.4}, |grad| = {grad_norm:.2}, mu = {mu:.3e}, \
-         |K| <= {k_norm:.4}: tau = {tau:.4}, sigma = {sigma:.4} ({:.2} s)",
+        "norms      |A| <= {:.4}, |grad| <= {:.2}, mu = {:.3e}, |K| <= {k_norm:.4}, \
+         tau/sigma = {STEP_RATIO} ({:.2} s)",
+        b.ray,
+        b.grad,
+        b.ray / b.grad,
         t.elapsed().as_secs_f64()
     );
 
-    // f(x) = ι_{x ≥ 0}(x), g(y₁, y₂) = ½‖y₁ − data‖² + (λ/μ) ‖|y₂|₂‖₁.
-    let f = IndicatorNonnegativity::new(space.clone());
-    let l2: Func<Real> = Arc::new(L2NormSquared::new(problem.ray.range().clone()));
-    let tv: Func<Real> = Arc::new(GroupL1Norm::new(grad.range().clone())?);
-    let g = SeparableSum::new(vec![
-        l2.translated(data.try_clone()?)?.scaled(0.5)?,
-        tv.scaled(LAMBDA / mu)?,
-    ])?;
-
     // Print the objective every PRINT_EVERY iterations.
-    let mut kx = k.range().zero()?;
     let start = Instant::now();
     let mut progress = |x: &Element<Real>, info: &IterationInfo| -> rodl::Result<Control> {
         if info.iteration % PRINT_EVERY == 0 || info.iteration == 1 {
-            k.apply_into(x, &mut kx)?;
-            let objective = f.value(x)? + g.value(&kx)?;
             println!(
-                "  iter {:4}   objective {objective:12.6e}   {:6.2} s",
+                "  iter {:4}   objective {:12.6e}   {:6.2} s",
                 info.iteration,
+                tv.objective(x)?,
                 start.elapsed().as_secs_f64()
             );
         }
@@ -127,17 +95,11 @@ fn run() -> ExampleResult<()> {
 
     println!("PDHG, lambda = {LAMBDA:e}, {ITERATIONS} iterations from x = 0");
     let mut x = space.zero()?;
-    let options = PdhgOptions::new(tau, sigma);
+    let options = PdhgTvOptions {
+        step_ratio: STEP_RATIO,
+    };
     let (n, seconds) = timed(device, || {
-        Ok(pdhg(
-            &mut x,
-            &f,
-            &g,
-            k.as_ref(),
-            ITERATIONS,
-            &options,
-            &mut progress,
-        )?)
+        Ok(pdhg_tv(&tv, &mut x, ITERATIONS, &options, &mut progress)?.iterations)
     })?;
     let (psnr, ssim) = problem.quality(&x)?;
     println!(

@@ -89,10 +89,10 @@ fn pdhg_tv_denoising_on_gpu_matches_cpu() {
         };
         let t0 = Instant::now();
         pdhg(
+            p.grad.as_ref(),
             &mut x,
             p.f.as_ref(),
             p.g.as_ref(),
-            p.grad.as_ref(),
             niter,
             &opts,
             &mut cb,
@@ -124,8 +124,8 @@ fn admm_and_douglas_rachford_on_gpu_match_cpu() {
         let mut x = p.space.zero().unwrap();
         let (f, g, l) = (p.f.as_ref(), p.g.as_ref(), p.grad.as_ref());
         match which {
-            0 => admm_linearized(&mut x, f, g, l, 200, &admm, &mut ()).unwrap(),
-            _ => douglas_rachford_pd(&mut x, f, g, l, 200, &dr, &mut ()).unwrap(),
+            0 => admm_linearized(l, &mut x, f, g, 200, &admm, &mut ()).unwrap(),
+            _ => douglas_rachford_pd(l, &mut x, f, g, 200, &dr, &mut ()).unwrap(),
         };
         x
     };

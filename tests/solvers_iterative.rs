@@ -12,12 +12,13 @@ use rodl::solvers::callback::{
     StopAtTolerance, StoreIterates,
 };
 use rodl::solvers::iterative::{
-    cgls, conjugate_gradient, landweber, mlem, osem, sirt, RaySubsets, SirtOptions,
+    cgls, conjugate_gradient, landweber, mlem, osem, sirt, LandweberOptions, RaySubsets,
+    SirtOptions, SolverInfo, StopReason,
 };
 use rodl::tomo::{parallel_beam_geometry, Backend, Geometry, RayTransform};
 use rodl::{
-    uniform_discr, weighted_rn, Element, LinOp, LinearOperator, LinearOperatorExt, Operator,
-    Result, ScalingOperator, Space, UniformPartition,
+    rn, uniform_discr, weighted_rn, Element, LinOp, LinearOperator, LinearOperatorExt,
+    MultiplyOperator, Operator, Result, ScalingOperator, Space, UniformPartition,
 };
 
 // ------------------------------------------------------------------ a dense matrix operator
@@ -125,7 +126,7 @@ fn cgls_matches_dense_least_squares() {
     let (op, b, x_ls) = least_squares_problem();
     let mut x = op.domain.zero().unwrap();
     let mut history = ResidualHistory::new();
-    let n = cgls(&op, &mut x, &b, 40, &mut history).unwrap();
+    let n = cgls(&op, &mut x, &b, 40, &mut history).unwrap().iterations;
     let err = rel_err(&x, &x_ls);
     println!("CGLS: {n} iterations, relative error {err:.2e}");
     assert!(err < 1e-10, "CGLS error {err:e}");
@@ -177,7 +178,9 @@ fn conjugate_gradient_solves_regularised_normal_equations() {
     let rhs = op.adjoint().unwrap().apply(&b).unwrap();
     let mut x = domain.zero().unwrap();
     let mut history = ResidualHistory::new();
-    let n = conjugate_gradient(normal.as_ref(), &mut x, &rhs, 30, &mut history).unwrap();
+    let n = conjugate_gradient(normal.as_ref(), &mut x, &rhs, 30, &mut history)
+        .unwrap()
+        .iterations;
     let err = rel_err(&x, &x_ref);
     println!("CG: {n} iterations, relative error {err:.2e}");
     assert!(err < 1e-10, "CG error {err:e}");
@@ -204,7 +207,15 @@ fn landweber_converges_to_the_least_squares_solution() {
     let (op, b, x_ls) = least_squares_problem();
     let mut x = op.domain.zero().unwrap();
     let mut history = ResidualHistory::new();
-    landweber(&op, &mut x, &b, 3000, None, &mut history).unwrap();
+    landweber(
+        &op,
+        &mut x,
+        &b,
+        3000,
+        &LandweberOptions::default(),
+        &mut history,
+    )
+    .unwrap();
     let err = rel_err(&x, &x_ls);
     println!("Landweber: relative error {err:.2e} after 3000 iterations");
     assert!(err < 1e-10, "Landweber error {err:e}");
@@ -218,10 +229,26 @@ fn solvers_reject_elements_of_other_spaces() {
     let (op, b, _) = least_squares_problem();
     let mut wrong = op.range.zero().unwrap();
     assert!(cgls(&op, &mut wrong, &b, 3, &mut ()).is_err());
-    assert!(landweber(&op, &mut wrong, &b, 3, None, &mut ()).is_err());
+    assert!(landweber(
+        &op,
+        &mut wrong,
+        &b,
+        3,
+        &LandweberOptions::default(),
+        &mut ()
+    )
+    .is_err());
     let mut x = op.domain.zero().unwrap();
-    assert!(landweber(&op, &mut x, &b, 3, Some(-1.0), &mut ()).is_err());
-    assert!(landweber(&op, &mut x, &b, 3, Some(f64::NAN), &mut ()).is_err());
+    assert!(landweber(&op, &mut x, &b, 3, &LandweberOptions::step(-1.0), &mut ()).is_err());
+    assert!(landweber(
+        &op,
+        &mut x,
+        &b,
+        3,
+        &LandweberOptions::step(f64::NAN),
+        &mut ()
+    )
+    .is_err());
 }
 
 // ------------------------------------------------------------------ callbacks
@@ -247,7 +274,8 @@ fn stop_at_tolerance_stops_cgls_at_the_residual() {
         500,
         &mut history.by_ref().and(stop.by_ref()),
     )
-    .unwrap();
+    .unwrap()
+    .iterations;
     let res = history.residuals();
     assert!(n < 500, "did not stop");
     assert_eq!(stop.stopped_at(), Some(n));
@@ -266,10 +294,11 @@ fn stop_at_tolerance_on_relative_change() {
         &mut x,
         &b,
         1000,
-        None,
+        &LandweberOptions::default(),
         &mut iterates.by_ref().and(stop.by_ref()),
     )
-    .unwrap();
+    .unwrap()
+    .iterations;
     assert!(n < 1000);
     let it = iterates.iterates();
     let change =
@@ -307,7 +336,9 @@ fn composed_callbacks_are_all_called() {
             c.push(i.iteration);
             Ok(Control::Continue)
         };
-        let n = cgls(&op, &mut x, &b, 10, &mut first.and(second)).unwrap();
+        let n = cgls(&op, &mut x, &b, 10, &mut first.and(second))
+            .unwrap()
+            .iterations;
         assert_eq!(n, 3);
     }
     assert_eq!((a, c), (3, vec![1, 2, 3]));
@@ -326,7 +357,7 @@ fn composed_callbacks_are_all_called() {
         .with(store.by_ref())
         .with(print.by_ref())
         .with(bar.by_ref());
-    let n = cgls(&op, &mut x, &b, 8, &mut list).unwrap();
+    let n = cgls(&op, &mut x, &b, 8, &mut list).unwrap().iterations;
     drop(list);
     assert_eq!(n, 8);
     assert_eq!(history.iterations(), (1..=8).collect::<Vec<_>>());
@@ -417,7 +448,9 @@ fn sirt_matches_the_dense_astra_iteration() {
     let mut x = space.zero().unwrap();
     let mut history = ResidualHistory::new();
     assert_eq!(
-        sirt(&ray, &mut x, &data, 20, opts, &mut history).unwrap(),
+        sirt(&ray, &mut x, &data, 20, &opts, &mut history)
+            .unwrap()
+            .iterations,
         20
     );
     let err = rel(&host(&x), &want);
@@ -430,7 +463,7 @@ fn sirt_matches_the_dense_astra_iteration() {
         &mut x,
         &data,
         1,
-        SirtOptions {
+        &SirtOptions {
             relaxation: 2.5,
             ..Default::default()
         },
@@ -457,7 +490,7 @@ fn sirt_decreases_the_weighted_misfit_and_stays_nonnegative() {
         nonnegative: true,
         ..Default::default()
     };
-    sirt(&ray, &mut x, &data, 60, opts, &mut cb).unwrap();
+    sirt(&ray, &mut x, &data, 60, &opts, &mut cb).unwrap();
     assert!(min_x >= 0.0);
     assert!(
         misfits.windows(2).all(|w| w[1] <= w[0] * (1.0 + 1e-12)),
@@ -482,7 +515,10 @@ fn mlem_matches_the_dense_iteration() {
         want = &want * &inv_sens * &a.t().dot(&ratio);
     }
     let mut x = space.one().unwrap();
-    assert_eq!(mlem(&ray, &mut x, &data, 20, &mut ()).unwrap(), 20);
+    assert_eq!(
+        mlem(&ray, &mut x, &data, 20, &mut ()).unwrap().iterations,
+        20
+    );
     let err = rel(&host(&x), &want);
     println!("MLEM vs dense formula: relative difference {err:.2e}");
     assert!(err < 1e-12, "{err:e}");
@@ -619,7 +655,8 @@ fn osem_reduces_the_misfit_faster_per_pass_than_mlem() {
             Ok(Control::Continue)
         },
     )
-    .unwrap();
+    .unwrap()
+    .iterations;
     assert_eq!(n, 5);
     println!("relative misfit per pass, MLEM:    {m_mlem:.3?}");
     println!("relative misfit per pass, OSEM(4): {m_osem:.3?}");
@@ -636,4 +673,68 @@ fn osem_reduces_the_misfit_faster_per_pass_than_mlem() {
     let mut x = space.one().unwrap();
     assert!(osem(subsets.operators(), &mut x, &blocks[..3], 1, &mut ()).is_err());
     assert!(osem::<f64>(&[], &mut x, &[], 1, &mut ()).is_err());
+}
+
+// ------------------------------------------------------------------ what the solvers return
+
+#[test]
+fn solver_info_says_why_the_solver_stopped() {
+    let s = rn::<f64>(&[3]).unwrap();
+    let b = s.element_from_vec(vec![1.0, -2.0, 0.5]).unwrap();
+    let two = ScalingOperator::new(s.clone(), 2.0);
+    let stop_at = |n: usize| {
+        move |_: &Element<f64>, i: &IterationInfo| -> Result<Control> {
+            Ok(if i.iteration == n {
+                Control::Stop
+            } else {
+                Control::Continue
+            })
+        }
+    };
+    // One singular value: CGLS and CG are exact after one iteration and say so.
+    let mut x = s.zero().unwrap();
+    let info = cgls(&two, &mut x, &b, 10, &mut ()).unwrap();
+    assert_eq!((info.iterations, info.stop), (1, StopReason::Converged));
+    assert_eq!(info.residual, Some(0.0));
+    let mut x = s.zero().unwrap();
+    let info = conjugate_gradient(&two, &mut x, &b, 10, &mut ()).unwrap();
+    assert_eq!((info.iterations, info.stop), (1, StopReason::Converged));
+    // Already solved: no iteration, converged.
+    let info = cgls(&two, &mut x, &b, 10, &mut ()).unwrap();
+    assert_eq!((info.iterations, info.stop), (0, StopReason::Converged));
+    // No iteration asked for.
+    let mut x = s.zero().unwrap();
+    let none = landweber(&two, &mut x, &b, 0, &LandweberOptions::default(), &mut ()).unwrap();
+    assert_eq!(
+        (none.iterations, none.residual, none.stop),
+        (0, None, StopReason::MaxIterations)
+    );
+    // All iterations done; the residual is the final ‖b − A x‖.
+    let info = landweber(&two, &mut x, &b, 4, &LandweberOptions::step(0.1), &mut ()).unwrap();
+    assert_eq!((info.iterations, info.stop), (4, StopReason::MaxIterations));
+    let r_true = s.dist(&two.apply(&x).unwrap(), &b).unwrap();
+    assert!((info.residual.unwrap() - r_true).abs() <= 1e-15 * r_true);
+    // The callback stops it.
+    let mut x = s.zero().unwrap();
+    let opts = SirtOptions::default();
+    let info = sirt(&two, &mut x, &b, 10, &opts, &mut stop_at(3)).unwrap();
+    assert_eq!(
+        (info.iterations, info.stop),
+        (3, StopReason::CallbackStopped)
+    );
+    let mut x = s.one().unwrap();
+    let info: SolverInfo = mlem(&two, &mut x, &s.one().unwrap(), 5, &mut stop_at(2)).unwrap();
+    assert_eq!((info.iterations, info.residual), (2, None));
+    assert_eq!(info.stop, StopReason::CallbackStopped);
+    // A zero-curvature direction while the residual is not zero: CG breaks down. With
+    // A = diag(25/16, 0) and b = (4, 3) every step is exact: α = 1, r = (−9/4, 3), β = 9/16,
+    // p = (0, 75/16) in the null space of A.
+    let s = rn::<f64>(&[2]).unwrap();
+    let diag = s.element_from_vec(vec![1.5625, 0.0]).unwrap();
+    let semi = MultiplyOperator::new(s.clone(), diag).unwrap();
+    let b = s.element_from_vec(vec![4.0, 3.0]).unwrap();
+    let mut x = s.zero().unwrap();
+    let info = conjugate_gradient(&semi, &mut x, &b, 10, &mut ()).unwrap();
+    assert_eq!((info.iterations, info.stop), (1, StopReason::Breakdown));
+    assert_eq!(info.residual, Some(3.75));
 }

@@ -11,7 +11,7 @@ use rodl::solvers::iterative::{
     admm_linearized, douglas_rachford_pd, fista, pdhg, pdhg_stepsize, pdhg_with_dual, AdmmOptions,
     DouglasRachfordOptions, FistaOptions, PdhgOptions,
 };
-use rodl::solvers::{Control, IterationInfo};
+use rodl::solvers::{Control, IterationInfo, SolverInfo};
 use rodl::{
     rn, uniform_discr, Element, Error, Gradient, LinOp, LinearOperator, Operator, Result, Space,
 };
@@ -94,11 +94,11 @@ fn reference() -> &'static Reference {
         let opts = PdhgOptions::for_operator(p.grad.as_ref()).unwrap();
         let f = p.f.as_ref();
         pdhg_with_dual(
+            p.grad.as_ref(),
             &mut x,
             &mut y,
             f,
             p.g.as_ref(),
-            p.grad.as_ref(),
             8000,
             &opts,
             &mut (),
@@ -154,15 +154,16 @@ fn pdhg_converges_to_the_reference_with_decreasing_objective() {
     };
     let mut x = p.space.zero().unwrap();
     let done = pdhg(
+        p.grad.as_ref(),
         &mut x,
         p.f.as_ref(),
         p.g.as_ref(),
-        p.grad.as_ref(),
         2000,
         &opts,
         &mut cb,
     )
-    .unwrap();
+    .unwrap()
+    .iterations;
     assert_eq!(done, 2000);
     assert_eq!(objectives.len(), 2000);
     let err = p.rel_error(&x);
@@ -198,10 +199,10 @@ fn pdhg_acceleration_and_over_relaxation() {
     let run = |opts: &PdhgOptions, iters| {
         let mut x = p.space.zero().unwrap();
         pdhg(
+            p.grad.as_ref(),
             &mut x,
             p.f.as_ref(),
             p.g.as_ref(),
-            p.grad.as_ref(),
             iters,
             opts,
             &mut (),
@@ -232,15 +233,15 @@ fn pdhg_dual_start_and_callback_stop() {
     // Two halves with the dual carried over equal one run.
     let (mut x1, mut y1) = (p.space.zero().unwrap(), p.grad.range().zero().unwrap());
     let (f, g, l) = (p.f.as_ref(), p.g.as_ref(), p.grad.as_ref());
-    pdhg_with_dual(&mut x1, &mut y1, f, g, l, 100, &opts, &mut ()).unwrap();
+    pdhg_with_dual(l, &mut x1, &mut y1, f, g, 100, &opts, &mut ()).unwrap();
     // Continuing with the dual carried over is close to one run of 200 iterations (only the
     // extrapolated point x̄ restarts at x), much closer than a restart from a zero dual.
     let (mut x2, mut y2) = (x1.try_clone().unwrap(), y1.try_clone().unwrap());
-    pdhg_with_dual(&mut x2, &mut y2, f, g, l, 100, &opts, &mut ()).unwrap();
+    pdhg_with_dual(l, &mut x2, &mut y2, f, g, 100, &opts, &mut ()).unwrap();
     let mut x_restart = x1.try_clone().unwrap();
-    pdhg(&mut x_restart, f, g, l, 100, &opts, &mut ()).unwrap();
+    pdhg(l, &mut x_restart, f, g, 100, &opts, &mut ()).unwrap();
     let mut x200 = p.space.zero().unwrap();
-    pdhg(&mut x200, f, g, l, 200, &opts, &mut ()).unwrap();
+    pdhg(l, &mut x200, f, g, 200, &opts, &mut ()).unwrap();
     let warm = p.space.dist(&x2, &x200).unwrap();
     let cold = p.space.dist(&x_restart, &x200).unwrap();
     eprintln!("warm start {warm:.2e}, cold restart {cold:.2e} from 200 straight iterations");
@@ -257,10 +258,15 @@ fn pdhg_dual_start_and_callback_stop() {
         })
     };
     let mut x = p.space.zero().unwrap();
-    assert_eq!(pdhg(&mut x, f, g, l, 50, &opts, &mut stop).unwrap(), 7);
+    assert_eq!(
+        pdhg(l, &mut x, f, g, 50, &opts, &mut stop)
+            .unwrap()
+            .iterations,
+        7
+    );
     assert_eq!(calls, 7);
     let mut x7 = p.space.zero().unwrap();
-    pdhg(&mut x7, f, g, l, 7, &opts, &mut ()).unwrap();
+    pdhg(l, &mut x7, f, g, 7, &opts, &mut ()).unwrap();
     assert_eq!(p.space.dist(&x, &x7).unwrap(), 0.0);
 }
 
@@ -280,10 +286,10 @@ fn admm_linearized_reaches_the_reference() {
     let mut x = p.space.zero().unwrap();
     let f = p.f.as_ref();
     admm_linearized(
+        p.grad.as_ref(),
         &mut x,
         f,
         p.g.as_ref(),
-        p.grad.as_ref(),
         2000,
         &opts,
         &mut cb,
@@ -303,7 +309,7 @@ fn douglas_rachford_reaches_the_reference() {
     let opts = DouglasRachfordOptions::for_operator(p.grad.as_ref()).unwrap();
     let mut x = p.space.zero().unwrap();
     let (f, g, l) = (p.f.as_ref(), p.g.as_ref(), p.grad.as_ref());
-    douglas_rachford_pd(&mut x, f, g, l, 3000, &opts, &mut ()).unwrap();
+    douglas_rachford_pd(l, &mut x, f, g, 3000, &opts, &mut ()).unwrap();
     let err = p.rel_error(&x);
     eprintln!("douglas_rachford_pd, 3000 iterations: relative distance to the reference {err:.2e}");
     assert!(err < 1e-5, "relative distance {err:e}");
@@ -320,7 +326,9 @@ fn douglas_rachford_reaches_the_reference() {
     let relaxed = opts.clone().lambda(1.5).objective(true);
     let mut x = p.space.zero().unwrap();
     assert_eq!(
-        douglas_rachford_pd(&mut x, f, g, l, 3000, &relaxed, &mut cb).unwrap(),
+        douglas_rachford_pd(l, &mut x, f, g, 3000, &relaxed, &mut cb)
+            .unwrap()
+            .iterations,
         1500
     );
     let (last, obj) = seen.last().unwrap();
@@ -497,19 +505,19 @@ fn invalid_arguments_are_errors() {
     let p = tv();
     let (f, g, l) = (p.f.as_ref(), p.g.as_ref(), p.grad.as_ref());
     let mut x = p.space.zero().unwrap();
-    let bad = |r: Result<usize>, what: &str| {
+    let bad = |r: Result<SolverInfo>, what: &str| {
         assert!(matches!(r, Err(Error::InvalidArgument(_))), "{what}: {r:?}");
     };
     bad(
-        pdhg(&mut x, f, g, l, 5, &PdhgOptions::new(0.0, 1.0), &mut ()),
+        pdhg(l, &mut x, f, g, 5, &PdhgOptions::new(0.0, 1.0), &mut ()),
         "τ = 0",
     );
     bad(
         pdhg(
+            l,
             &mut x,
             f,
             g,
-            l,
             5,
             &PdhgOptions::new(1.0, f64::NAN),
             &mut (),
@@ -518,10 +526,10 @@ fn invalid_arguments_are_errors() {
     );
     bad(
         pdhg(
+            l,
             &mut x,
             f,
             g,
-            l,
             5,
             &PdhgOptions::new(1.0, 1.0).theta(1.5),
             &mut (),
@@ -530,10 +538,10 @@ fn invalid_arguments_are_errors() {
     );
     bad(
         pdhg(
+            l,
             &mut x,
             f,
             g,
-            l,
             5,
             &PdhgOptions::new(1.0, 1.0).gamma_primal(-1.0),
             &mut (),
@@ -545,31 +553,34 @@ fn invalid_arguments_are_errors() {
         "L = 0",
     );
     bad(
-        admm_linearized(&mut x, f, g, l, 5, &AdmmOptions::new(-1.0, 1.0), &mut ()),
+        admm_linearized(l, &mut x, f, g, 5, &AdmmOptions::new(-1.0, 1.0), &mut ()),
         "τ < 0",
     );
     let dr = DouglasRachfordOptions::new(1.0, 1.0).lambda(2.0);
     bad(
-        douglas_rachford_pd(&mut x, f, g, l, 5, &dr, &mut ()),
+        douglas_rachford_pd(l, &mut x, f, g, 5, &dr, &mut ()),
         "λ = 2",
     );
     // f and g swapped: the domains do not match the operator.
     let opts = PdhgOptions::new(0.01, 0.01);
     assert!(matches!(
-        pdhg(&mut x, g, f, l, 5, &opts, &mut ()),
+        pdhg(l, &mut x, g, f, 5, &opts, &mut ()),
         Err(Error::SpaceMismatch { .. })
     ));
     assert!(fista(&mut x, f, g, 5, &FistaOptions::new(1.0), &mut ()).is_err());
     // x outside the domain.
     let mut wrong = rn::<f64>(&[5]).unwrap().zero().unwrap();
-    assert!(pdhg(&mut wrong, f, g, l, 5, &opts, &mut ()).is_err());
+    assert!(pdhg(l, &mut wrong, f, g, 5, &opts, &mut ()).is_err());
     // A composed functional has no conjugate: PDHG cannot take it as g.
     let composed = p.g.compose(p.grad.clone()).unwrap();
     let id: LinOp<f64> = Arc::new(rodl::IdentityOperator::new(p.space.clone()));
-    let r = pdhg(&mut x, f, composed.as_ref(), id.as_ref(), 5, &opts, &mut ());
+    let r = pdhg(id.as_ref(), &mut x, f, composed.as_ref(), 5, &opts, &mut ());
     assert!(matches!(r, Err(Error::Unsupported(_))), "{r:?}");
     // Zero iterations leave x untouched.
     let mut y = p.data.try_clone().unwrap();
-    assert_eq!(pdhg(&mut y, f, g, l, 0, &opts, &mut ()).unwrap(), 0);
+    assert_eq!(
+        pdhg(l, &mut y, f, g, 0, &opts, &mut ()).unwrap().iterations,
+        0
+    );
     assert_eq!(p.space.dist(&y, &p.data).unwrap(), 0.0);
 }

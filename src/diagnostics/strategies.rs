@@ -1,5 +1,5 @@
 //! proptest strategies for random spaces and elements, so that a user's adjointness property test
-//! is a few lines:
+//! is a few lines (behind the `proptest` feature):
 //!
 //! ```
 //! use proptest::prelude::*;

@@ -1,5 +1,5 @@
 //! Functionals (values, gradients, proximal operators, convex conjugates), iterative solvers and
-//! their callbacks.
+//! their callbacks, and ready-made TV reconstruction ([`tv`]).
 //!
 //! Solvers only use the spaces' vector operations and the operators' `apply` / `adjoint`, so the
 //! same code runs on the host and on a GPU with no host round trip per iteration.
@@ -7,6 +7,8 @@
 pub mod callback;
 pub mod functional;
 pub mod iterative;
+pub mod tv;
 
 pub use callback::{Callback, Control, IterationInfo};
 pub use functional::{Func, Functional};
+pub use iterative::{SolverInfo, StopReason};

@@ -4,7 +4,8 @@
 //! stop. Closures `FnMut(&Element<T>, &IterationInfo) -> Result<Control>` are callbacks, `()`
 //! is the one that does nothing, and callbacks compose with [`Callback::and`] or a
 //! [`CallbackList`]. Ready-made ones: [`PrintIteration`], [`StoreIterates`],
-//! [`ResidualHistory`], [`ProgressBar`] and [`StopAtTolerance`].
+//! [`ResidualHistory`], [`StopAtTolerance`] and, with the `progress` feature, `ProgressBar`
+//! (a terminal progress bar).
 //!
 //! ```
 //! use rodl::solvers::callback::{Callback, Control, IterationInfo, ResidualHistory, StopAtTolerance};
@@ -26,6 +27,7 @@
 mod compose;
 mod history;
 mod print;
+#[cfg(feature = "progress")]
 mod progress;
 mod store;
 mod tolerance;
@@ -33,6 +35,7 @@ mod tolerance;
 pub use compose::{And, ByRef, CallbackList};
 pub use history::ResidualHistory;
 pub use print::PrintIteration;
+#[cfg(feature = "progress")]
 pub use progress::ProgressBar;
 pub use store::StoreIterates;
 pub use tolerance::StopAtTolerance;

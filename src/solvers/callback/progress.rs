@@ -1,4 +1,4 @@
-//! A terminal progress bar (indicatif).
+//! A terminal progress bar (indicatif; behind the `progress` feature).
 
 use super::{Callback, Control, IterationInfo};
 use crate::{Element, Result, Scalar};

@@ -1,6 +1,7 @@
 //! The linearized alternating direction method of multipliers.
 
 use super::proximal_common::{check_positive, check_primal_dual, operator_norm, report};
+use super::SolverInfo;
 use crate::solvers::{Callback, Functional};
 use crate::{Element, LinearOperator, Result, Scalar};
 
@@ -54,7 +55,7 @@ impl AdmmOptions {
 /// u ← u + L x − z
 /// ```
 ///
-/// `x` is the start and is updated in place; returns the number of iterations done. The
+/// `x` is the start and is updated in place; returns a [`SolverInfo`] (no residual). The
 /// callback gets `x` and, with [`AdmmOptions::objective`], `f(x) + g(L x)`. Temporaries: one
 /// element of the domain and four of the range, allocated before the loop; an iteration applies
 /// `L` and `L*` once each.
@@ -68,26 +69,26 @@ impl AdmmOptions {
 /// let s = rn::<f64>(&[2])?;
 /// let (f, g) = (L2NormSquared::new(s.clone()), IndicatorBox::new(s.clone(), 1.0, 2.0)?);
 /// let mut x = s.zero()?;
-/// admm_linearized(&mut x, &f, &g, &IdentityOperator::new(s.clone()), 300,
+/// admm_linearized(&IdentityOperator::new(s.clone()), &mut x, &f, &g, 300,
 ///                 &AdmmOptions::new(0.5, 1.0), &mut ())?;
 /// assert!(s.dist(&x, &s.one()?)? < 1e-6);
 /// # Ok::<(), rodl::Error>(())
 /// ```
 pub fn admm_linearized<T: Scalar>(
+    op: &dyn LinearOperator<T>,
     x: &mut Element<T>,
     f: &dyn Functional<T>,
     g: &dyn Functional<T>,
-    op: &dyn LinearOperator<T>,
     niter: usize,
     options: &AdmmOptions,
     callback: &mut dyn Callback<T>,
-) -> Result<usize> {
+) -> Result<SolverInfo> {
     let solver = "admm_linearized";
     check_primal_dual(x, f, g, op, solver)?;
     check_positive(options.tau, "tau", solver)?;
     check_positive(options.sigma, "sigma", solver)?;
     if niter == 0 {
-        return Ok(0);
+        return Ok(SolverInfo::none());
     }
     let (domain, range) = (op.domain(), op.range());
     let adjoint = op.adjoint()?;
@@ -118,8 +119,8 @@ pub fn admm_linearized<T: Scalar>(
             None
         };
         if report(callback, x, k, objective)? {
-            return Ok(k);
+            return Ok(SolverInfo::after(k, true, None));
         }
     }
-    Ok(niter)
+    Ok(SolverInfo::after(niter, false, None))
 }

@@ -1,14 +1,16 @@
 //! CGLS: conjugate gradients on the normal equations.
 
 use super::common::{check_problem, report, residual_into};
+use super::{SolverInfo, StopReason};
 use crate::solvers::Callback;
 use crate::{Element, LinearOperator, Result, Scalar};
 
 /// CGLS (ODL's `conjugate_gradient_normal`): conjugate gradients on the normal equations
 /// `A*A x = A* b`, without forming `A*A`, `niter` iterations from `x`, updating `x` in place.
 /// Minimises `‖A x − b‖` over the Krylov spaces; from `x = 0` it converges to the
-/// minimum-norm least-squares solution. Returns the number of iterations done: fewer when the
-/// callback stops it or the normal-equation residual `A*(b − A x)` vanishes.
+/// minimum-norm least-squares solution. Returns a [`SolverInfo`]: the iterations done (fewer
+/// when the callback stops it, [`StopReason::CallbackStopped`], or the normal-equation residual
+/// `A*(b − A x)` vanishes, [`StopReason::Converged`]) and the final `‖b − A x‖`.
 ///
 /// The callback gets `residual = ‖b − A x‖` (range norm of the recursively updated residual).
 ///
@@ -36,10 +38,10 @@ pub fn cgls<T: Scalar>(
     rhs: &Element<T>,
     niter: usize,
     callback: &mut dyn Callback<T>,
-) -> Result<usize> {
+) -> Result<SolverInfo> {
     check_problem(op, x, rhs, "cgls")?;
     if niter == 0 {
-        return Ok(0);
+        return Ok(SolverInfo::none());
     }
     let (domain, range) = (op.domain(), op.range());
     let adjoint = op.adjoint()?;
@@ -48,8 +50,9 @@ pub fn cgls<T: Scalar>(
     let mut s = domain.zero()?;
     adjoint.apply_into(&r, &mut s)?; // s = A* r
     let mut gamma = domain.norm(&s)?.powi(2);
+    let mut residual = range.norm(&r)?;
     if gamma == 0.0 {
-        return Ok(0);
+        return Ok(SolverInfo::new(0, Some(residual), StopReason::Converged));
     }
     let mut p = s.try_clone()?;
     let mut q = range.zero()?;
@@ -57,18 +60,27 @@ pub fn cgls<T: Scalar>(
         op.apply_into(&p, &mut q)?; // q = A p
         let delta = range.norm(&q)?.powi(2);
         if delta == 0.0 {
-            return Ok(k - 1);
+            return Ok(SolverInfo::new(
+                k - 1,
+                Some(residual),
+                StopReason::Breakdown,
+            ));
         }
         let alpha = gamma / delta;
         domain.axpby(T::of(alpha), &p, T::one(), x)?; // x += α p
         range.axpby(T::of(-alpha), &q, T::one(), &mut r)?; // r −= α q
         adjoint.apply_into(&r, &mut s)?; // s = A* r
         let gamma_new = domain.norm(&s)?.powi(2);
-        if report(callback, x, k, Some(range.norm(&r)?))? || gamma_new == 0.0 {
-            return Ok(k);
+        residual = range.norm(&r)?;
+        let stopped = report(callback, x, k, Some(residual))?;
+        if gamma_new == 0.0 {
+            return Ok(SolverInfo::new(k, Some(residual), StopReason::Converged));
+        }
+        if stopped {
+            return Ok(SolverInfo::after(k, true, Some(residual)));
         }
         domain.axpby(T::one(), &s, T::of(gamma_new / gamma), &mut p)?; // p = s + β p
         gamma = gamma_new;
     }
-    Ok(niter)
+    Ok(SolverInfo::after(niter, false, Some(residual)))
 }

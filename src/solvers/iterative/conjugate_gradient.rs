@@ -1,14 +1,16 @@
 //! The conjugate gradient method for self-adjoint positive definite operators.
 
 use super::common::{check_problem, report, residual_into};
+use super::{SolverInfo, StopReason};
 use crate::operator::check_same_space;
 use crate::solvers::Callback;
 use crate::{Element, Error, LinearOperator, Result, Scalar};
 
 /// Conjugate gradients for `A x = b` with `A` self-adjoint and positive definite in the
 /// domain's inner product (e.g. `A*A + λI`), `niter` iterations from `x`, updating `x` in place.
-/// Returns the number of iterations done: fewer when the callback stops it or the residual
-/// vanishes.
+/// Returns a [`SolverInfo`]: the iterations done (fewer when the callback stops it, when the
+/// residual vanishes — [`StopReason::Converged`] — or when a search direction has zero curvature
+/// `⟨p, A p⟩ = 0`, [`StopReason::Breakdown`]) and the final `‖b − A x‖`.
 ///
 /// The callback gets `residual = ‖b − A x‖` (the recursively updated residual, which CG has for
 /// free). Errors when `A` maps outside its domain or shows a negative curvature `⟨p, A p⟩ < 0`
@@ -29,7 +31,7 @@ use crate::{Element, Error, LinearOperator, Result, Scalar};
 /// let b = s.element_from_vec(vec![2.0, 5.0, 10.0])?;
 /// let mut x = s.zero()?;
 /// // three distinct eigenvalues: exact after three iterations, up to rounding
-/// assert_eq!(conjugate_gradient(op.as_ref(), &mut x, &b, 3, &mut ())?, 3);
+/// assert_eq!(conjugate_gradient(op.as_ref(), &mut x, &b, 3, &mut ())?.iterations, 3);
 /// assert!(s.dist(&x, &s.one()?)? < 1e-12);
 /// # Ok::<(), rodl::Error>(())
 /// ```
@@ -39,7 +41,7 @@ pub fn conjugate_gradient<T: Scalar>(
     rhs: &Element<T>,
     niter: usize,
     callback: &mut dyn Callback<T>,
-) -> Result<usize> {
+) -> Result<SolverInfo> {
     check_same_space(
         op.domain(),
         op.range(),
@@ -47,14 +49,14 @@ pub fn conjugate_gradient<T: Scalar>(
     )?;
     check_problem(op, x, rhs, "conjugate_gradient")?;
     if niter == 0 {
-        return Ok(0);
+        return Ok(SolverInfo::none());
     }
     let space = op.domain();
     let mut r = space.zero()?;
     residual_into(op, x, rhs, &mut r)?;
     let mut rr = space.norm(&r)?.powi(2);
     if rr == 0.0 {
-        return Ok(0);
+        return Ok(SolverInfo::new(0, Some(0.0), StopReason::Converged));
     }
     let mut p = r.try_clone()?;
     let mut ap = space.zero()?;
@@ -68,17 +70,25 @@ pub fn conjugate_gradient<T: Scalar>(
             )));
         }
         if pap == 0.0 {
-            return Ok(k - 1);
+            return Ok(SolverInfo::new(
+                k - 1,
+                Some(rr.sqrt()),
+                StopReason::Breakdown,
+            ));
         }
         let alpha = rr / pap;
         space.axpby(T::of(alpha), &p, T::one(), x)?; // x += α p
         space.axpby(T::of(-alpha), &ap, T::one(), &mut r)?; // r −= α A p
         let rr_new = space.norm(&r)?.powi(2);
-        if report(callback, x, k, Some(rr_new.sqrt()))? || rr_new == 0.0 {
-            return Ok(k);
+        let stopped = report(callback, x, k, Some(rr_new.sqrt()))?;
+        if rr_new == 0.0 {
+            return Ok(SolverInfo::new(k, Some(0.0), StopReason::Converged));
+        }
+        if stopped {
+            return Ok(SolverInfo::after(k, true, Some(rr_new.sqrt())));
         }
         space.axpby(T::one(), &r, T::of(rr_new / rr), &mut p)?; // p = r + β p
         rr = rr_new;
     }
-    Ok(niter)
+    Ok(SolverInfo::after(niter, false, Some(rr.sqrt())))
 }

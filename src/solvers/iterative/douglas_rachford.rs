@@ -1,6 +1,7 @@
 //! The Douglas–Rachford primal–dual splitting method.
 
 use super::proximal_common::{check_positive, check_primal_dual, operator_norm, report};
+use super::SolverInfo;
 use crate::solvers::{Callback, Functional};
 use crate::{Element, Error, LinearOperator, Result, Scalar};
 
@@ -66,7 +67,7 @@ impl DouglasRachfordOptions {
 /// ```
 ///
 /// and `p` converges to a minimiser. `x` is the start; on return it holds the last `p`. Returns
-/// the number of iterations done. The callback gets `p` and, with
+/// a [`SolverInfo`] (no residual). The callback gets `p` and, with
 /// [`DouglasRachfordOptions::objective`], `f(p) + g(L p)`. Several terms `Σ gᵢ(Lᵢ x)` are
 /// handled with a [`SeparableSum`](crate::solvers::functional::SeparableSum) and a
 /// [`BroadcastOperator`](crate::BroadcastOperator) (each `σᵢ` equal to `σ`).
@@ -83,20 +84,20 @@ impl DouglasRachfordOptions {
 /// let s = rn::<f64>(&[2])?;
 /// let (f, g) = (L2NormSquared::new(s.clone()), IndicatorBox::new(s.clone(), 1.0, 2.0)?);
 /// let mut x = s.zero()?;
-/// douglas_rachford_pd(&mut x, &f, &g, &IdentityOperator::new(s.clone()), 100,
+/// douglas_rachford_pd(&IdentityOperator::new(s.clone()), &mut x, &f, &g, 100,
 ///                     &DouglasRachfordOptions::new(1.0, 1.0), &mut ())?;
 /// assert!(s.dist(&x, &s.one()?)? < 1e-6);
 /// # Ok::<(), rodl::Error>(())
 /// ```
 pub fn douglas_rachford_pd<T: Scalar>(
+    op: &dyn LinearOperator<T>,
     x: &mut Element<T>,
     f: &dyn Functional<T>,
     g: &dyn Functional<T>,
-    op: &dyn LinearOperator<T>,
     niter: usize,
     options: &DouglasRachfordOptions,
     callback: &mut dyn Callback<T>,
-) -> Result<usize> {
+) -> Result<SolverInfo> {
     let solver = "douglas_rachford_pd";
     check_primal_dual(x, f, g, op, solver)?;
     check_positive(options.tau, "tau", solver)?;
@@ -108,7 +109,7 @@ pub fn douglas_rachford_pd<T: Scalar>(
         )));
     }
     if niter == 0 {
-        return Ok(0);
+        return Ok(SolverInfo::none());
     }
     let (domain, range) = (op.domain(), op.range());
     let adjoint = op.adjoint()?;
@@ -125,7 +126,7 @@ pub fn douglas_rachford_pd<T: Scalar>(
     let mut q = range.zero()?;
     let mut w2 = range.zero()?;
     let mut tr = range.zero()?;
-    let mut done = niter;
+    let mut info = SolverInfo::after(niter, false, None);
     for k in 1..=niter {
         // p = prox_{τ f}(x − τ/2 L* v), w = 2p − x
         adjoint.apply_into(&v, &mut td)?;
@@ -155,10 +156,10 @@ pub fn douglas_rachford_pd<T: Scalar>(
             None
         };
         if report(callback, &p, k, objective)? {
-            done = k;
+            info = SolverInfo::after(k, true, None);
             break;
         }
     }
     domain.assign(&p, x)?;
-    Ok(done)
+    Ok(info)
 }

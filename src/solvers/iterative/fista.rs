@@ -1,6 +1,7 @@
 //! FISTA, the accelerated proximal gradient method.
 
 use super::proximal_common::{check_positive, report};
+use super::SolverInfo;
 use crate::operator::check_same_space;
 use crate::solvers::{Callback, Functional};
 use crate::{Element, Result, Scalar};
@@ -48,7 +49,7 @@ impl FistaOptions {
 /// [`L2NormSquared`](crate::solvers::functional::L2NormSquared) with `A` (Lipschitz constant
 /// `2‖A‖²`).
 ///
-/// `x` is the start and is updated in place; returns the number of iterations done. The
+/// `x` is the start and is updated in place; returns a [`SolverInfo`] (no residual). The
 /// callback gets `x_k` and, with [`FistaOptions::objective`], `f(x_k) + g(x_k)`. Temporaries:
 /// three elements of the domain, allocated before the loop.
 ///
@@ -71,13 +72,13 @@ pub fn fista<T: Scalar>(
     niter: usize,
     options: &FistaOptions,
     callback: &mut dyn Callback<T>,
-) -> Result<usize> {
+) -> Result<SolverInfo> {
     let space = f.domain();
     space.check_member(x, "fista: x")?;
     check_same_space(space, g.domain(), "fista: domain of g")?;
     check_positive(options.lipschitz, "the Lipschitz constant", "fista")?;
     if niter == 0 {
-        return Ok(0);
+        return Ok(SolverInfo::none());
     }
     let step = 1.0 / options.lipschitz;
     let mut y = x.try_clone()?;
@@ -100,8 +101,8 @@ pub fn fista<T: Scalar>(
             None
         };
         if report(callback, x, k, objective)? {
-            return Ok(k);
+            return Ok(SolverInfo::after(k, true, None));
         }
     }
-    Ok(niter)
+    Ok(SolverInfo::after(niter, false, None))
 }

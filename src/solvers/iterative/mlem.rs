@@ -1,14 +1,15 @@
 //! MLEM, maximum-likelihood expectation maximisation for Poisson data.
 
 use super::common::report;
+use super::SolverInfo;
 use crate::operator::check_same_space;
 use crate::solvers::Callback;
 use crate::{Element, Error, LinOp, LinearOperator, Pointwise2, Result, Scalar, Space};
 
 /// MLEM for `y ~ Poisson(A x)`: `x ← x / (A* 1) · A*(y / A x)`, `niter` times, updating `x` in
-/// place; it increases the Poisson log-likelihood `Σ y ln(A x) − A x` monotonically. Returns the
-/// number of iterations done. The callback gets neither residual nor objective (neither is
-/// free).
+/// place; it increases the Poisson log-likelihood `Σ y ln(A x) − A x` monotonically. Returns a
+/// [`SolverInfo`] with the iterations done (no residual). The callback gets neither residual nor
+/// objective (neither is free).
 ///
 /// Needs a non-negative operator (a ray transform), data `y ≥ 0` and a positive start (e.g.
 /// `x = 1`); the iterate then stays non-negative. Zero-safe: `y / A x` is 0 where `A x = 0`,
@@ -39,20 +40,20 @@ pub fn mlem<T: Scalar>(
     data: &Element<T>,
     niter: usize,
     callback: &mut dyn Callback<T>,
-) -> Result<usize> {
+) -> Result<SolverInfo> {
     op.domain().check_member(x, "mlem: x")?;
     if niter == 0 {
-        return Ok(0);
+        return Ok(SolverInfo::none());
     }
     let mut block = EmBlock::new(op, data, "mlem")?;
     let mut work = EmWork::new(op.domain())?;
     for k in 1..=niter {
         block.step(x, &mut work)?;
         if report(callback, x, k, None)? {
-            return Ok(k);
+            return Ok(SolverInfo::after(k, true, None));
         }
     }
-    Ok(niter)
+    Ok(SolverInfo::after(niter, false, None))
 }
 
 /// The domain temporaries of an EM update, shared by the blocks of OSEM.

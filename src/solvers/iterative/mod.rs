@@ -1,9 +1,16 @@
-//! Iterative solvers. Each updates `x` in place and calls a [`Callback`](super::Callback) after
-//! every iteration.
+//! Iterative solvers. Each updates `x` in place, calls a [`Callback`](super::Callback) after
+//! every iteration and returns a [`SolverInfo`] (iterations done, final residual where known, why
+//! it stopped).
+//!
+//! All take their arguments in one order: the operator, the iterate, the data or the
+//! functionals, the number of iterations, the options (by reference, where the solver has
+//! any) and the callback — `solver(op, x, data, niter, &options, callback)`.
 
 mod common;
+mod info;
+pub use info::{SolverInfo, StopReason};
 pub mod landweber;
-pub use landweber::landweber;
+pub use landweber::{landweber, LandweberOptions};
 pub mod conjugate_gradient;
 pub use conjugate_gradient::conjugate_gradient;
 pub mod cgls;

@@ -2,13 +2,14 @@
 
 use super::common::report;
 use super::mlem::{check_blocks, EmBlock, EmWork};
+use super::SolverInfo;
 use crate::solvers::Callback;
 use crate::{Element, LinOp, Result, Scalar};
 
 /// OSEM: MLEM run over ordered subsets of the data. Each of the `niter` passes makes one EM
 /// update per subset, in the given order: `x ← x / (A_i* 1) · A_i*(y_i / A_i x)`, updating `x`
 /// in place; the callback is called after each full pass (neither residual nor objective is
-/// reported). Returns the number of passes done.
+/// reported). Returns a [`SolverInfo`] whose `iterations` are the passes done (no residual).
 ///
 /// `ops[i]` is the forward operator of subset `i` (all with the same domain) and `data[i]` its
 /// data block, in `ops[i]`'s range. For a ray transform,
@@ -46,12 +47,12 @@ pub fn osem<T: Scalar>(
     data: &[Element<T>],
     niter: usize,
     callback: &mut dyn Callback<T>,
-) -> Result<usize> {
+) -> Result<SolverInfo> {
     check_blocks(ops, data, "osem")?;
     let domain = ops[0].domain();
     domain.check_member(x, "osem: x")?;
     if niter == 0 {
-        return Ok(0);
+        return Ok(SolverInfo::none());
     }
     let mut blocks = ops
         .iter()
@@ -64,8 +65,8 @@ pub fn osem<T: Scalar>(
             block.step(x, &mut work)?;
         }
         if report(callback, x, k, None)? {
-            return Ok(k);
+            return Ok(SolverInfo::after(k, true, None));
         }
     }
-    Ok(niter)
+    Ok(SolverInfo::after(niter, false, None))
 }

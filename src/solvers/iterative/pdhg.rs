@@ -1,6 +1,7 @@
 //! The primal–dual hybrid gradient method (Chambolle–Pock).
 
 use super::proximal_common::{check_positive, check_primal_dual, operator_norm, report};
+use super::SolverInfo;
 use crate::solvers::{Callback, Functional};
 use crate::{Element, Error, LinearOperator, Result, Scalar};
 
@@ -108,8 +109,8 @@ pub fn pdhg_stepsize<T: Scalar>(op: &dyn LinearOperator<T>) -> Result<(f64, f64)
 /// x̄ ← x⁺ + θ (x⁺ − x)
 /// ```
 ///
-/// `x` is the start and is updated in place; returns the number of iterations done (fewer
-/// when the callback stops early). The callback gets `x` and, with
+/// `x` is the start and is updated in place; returns a [`SolverInfo`] with the iterations done
+/// (fewer when the callback stops early; no residual). The callback gets `x` and, with
 /// [`PdhgOptions::objective`], `f(x) + g(L x)`. Several terms `Σ gᵢ(Lᵢ x)` are handled with a
 /// [`SeparableSum`](crate::solvers::functional::SeparableSum) and a
 /// [`BroadcastOperator`](crate::BroadcastOperator).
@@ -130,42 +131,42 @@ pub fn pdhg_stepsize<T: Scalar>(op: &dyn LinearOperator<T>) -> Result<(f64, f64)
 /// let g = L1Norm::new(s.clone());
 /// let id = IdentityOperator::new(s.clone());
 /// let mut x = s.zero()?;
-/// pdhg(&mut x, f.as_ref(), &g, &id, 100, &PdhgOptions::new(1.0, 0.99), &mut ())?;
+/// pdhg(&id, &mut x, f.as_ref(), &g, 100, &PdhgOptions::new(1.0, 0.99), &mut ())?;
 /// let want = s.element_from_vec(vec![2.0, 0.0, -1.0])?;
 /// assert!(s.dist(&x, &want)? < 1e-12);
 /// # Ok::<(), rodl::Error>(())
 /// ```
 pub fn pdhg<T: Scalar>(
+    op: &dyn LinearOperator<T>,
     x: &mut Element<T>,
     f: &dyn Functional<T>,
     g: &dyn Functional<T>,
-    op: &dyn LinearOperator<T>,
     niter: usize,
     options: &PdhgOptions,
     callback: &mut dyn Callback<T>,
-) -> Result<usize> {
+) -> Result<SolverInfo> {
     let mut y = op.range().zero()?;
-    pdhg_with_dual(x, &mut y, f, g, op, niter, options, callback)
+    pdhg_with_dual(op, x, &mut y, f, g, niter, options, callback)
 }
 
 /// [`pdhg`] with a given dual start `y` (an element of `L`'s range), updated in place: the
 /// final dual iterate, for warm restarts or duality-gap checks.
 #[allow(clippy::too_many_arguments)]
 pub fn pdhg_with_dual<T: Scalar>(
+    op: &dyn LinearOperator<T>,
     x: &mut Element<T>,
     y: &mut Element<T>,
     f: &dyn Functional<T>,
     g: &dyn Functional<T>,
-    op: &dyn LinearOperator<T>,
     niter: usize,
     options: &PdhgOptions,
     callback: &mut dyn Callback<T>,
-) -> Result<usize> {
+) -> Result<SolverInfo> {
     check_primal_dual(x, f, g, op, "pdhg")?;
     op.range().check_member(y, "pdhg: dual variable")?;
     options.check()?;
     if niter == 0 {
-        return Ok(0);
+        return Ok(SolverInfo::none());
     }
     let (domain, range) = (op.domain(), op.range());
     let adjoint = op.adjoint()?;
@@ -204,8 +205,8 @@ pub fn pdhg_with_dual<T: Scalar>(
             None
         };
         if report(callback, x, k, objective)? {
-            return Ok(k);
+            return Ok(SolverInfo::after(k, true, None));
         }
     }
-    Ok(niter)
+    Ok(SolverInfo::after(niter, false, None))
 }

@@ -1,6 +1,7 @@
 //! SIRT, the simultaneous iterative reconstruction technique (ASTRA's variant).
 
 use super::common::{check_problem, report, residual_into};
+use super::SolverInfo;
 use crate::solvers::Callback;
 use crate::{Element, Error, LinearOperator, Pointwise, Pointwise2, Result, Scalar};
 
@@ -26,7 +27,8 @@ impl Default for SirtOptions {
 /// `R = 1 / (A 1)` (inverse row sums) and `C = 1 / (A* 1)` (inverse column sums), both set to
 /// 0 where the sums vanish (rays that miss the volume, voxels that no ray sees — those keep
 /// their value). With [`SirtOptions::nonnegative`] the iterate is clamped to `x ≥ 0` after each
-/// update. Returns the number of iterations done.
+/// update. Returns a [`SolverInfo`]: the iterations done (fewer when the callback stops it) and
+/// the final `‖b − A x‖`.
 ///
 /// For a non-negative `A` (a ray transform) this converges to the minimiser of the
 /// `R`-weighted misfit `‖b − A x‖_R` (in the `C⁻¹` metric). The weights of the spaces cancel
@@ -47,7 +49,7 @@ impl Default for SirtOptions {
 /// let data = ray.apply(&phantom)?;
 /// let mut x = space.zero()?;
 /// let opts = SirtOptions { nonnegative: true, ..Default::default() };
-/// sirt(&ray, &mut x, &data, 100, opts, &mut ())?;
+/// sirt(&ray, &mut x, &data, 100, &opts, &mut ())?;
 /// let misfit = ray.range().dist(&ray.apply(&x)?, &data)? / ray.range().norm(&data)?;
 /// assert!(misfit < 0.02);
 /// # Ok::<(), rodl::Error>(())
@@ -57,9 +59,9 @@ pub fn sirt<T: Scalar>(
     x: &mut Element<T>,
     rhs: &Element<T>,
     niter: usize,
-    options: SirtOptions,
+    options: &SirtOptions,
     callback: &mut dyn Callback<T>,
-) -> Result<usize> {
+) -> Result<SolverInfo> {
     check_problem(op, x, rhs, "sirt")?;
     let lambda = options.relaxation;
     if !(lambda > 0.0 && lambda < 2.0) {
@@ -68,7 +70,7 @@ pub fn sirt<T: Scalar>(
         )));
     }
     if niter == 0 {
-        return Ok(0);
+        return Ok(SolverInfo::none());
     }
     let (domain, range) = (op.domain(), op.range());
     let adjoint = op.adjoint()?;
@@ -87,6 +89,7 @@ pub fn sirt<T: Scalar>(
 
     residual_into(op, x, rhs, &mut ax)?; // ax holds b − A x from here on
     let step = T::of(lambda);
+    let mut info = SolverInfo::none();
     for k in 1..=niter {
         range.multiply(&ax, &row, &mut w)?; // w = R (b − A x)
         adjoint.apply_into(&w, &mut g)?; // g = A* w
@@ -97,9 +100,12 @@ pub fn sirt<T: Scalar>(
         }
         op.apply_into(x, &mut ax)?;
         range.axpby(T::one(), rhs, -T::one(), &mut ax)?; // ax = b − A x
-        if report(callback, x, k, Some(range.norm(&ax)?))? {
-            return Ok(k);
+        let residual = Some(range.norm(&ax)?);
+        let stopped = report(callback, x, k, residual)?;
+        info = SolverInfo::after(k, stopped, residual);
+        if stopped {
+            break;
         }
     }
-    Ok(niter)
+    Ok(info)
 }

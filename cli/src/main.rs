@@ -20,7 +20,6 @@ mod coverage;
 mod image;
 mod io;
 mod noise;
-mod tv;
 
 use std::path::Path;
 use std::process::ExitCode;

@@ -1,6 +1,6 @@
-//! The `rodl` command-line tool, run as a process on the ODL reference cases (tests/data/odl):
-//! results identical to the library's, ODL agreement, precision handling, and clean one-line
-//! failures that leave no output file behind.
+//! The `rodl` command-line tool, run as a process on the ODL reference cases (the library's
+//! tests/data/odl): results identical to the library's, ODL agreement, precision handling, and
+//! clean one-line failures that leave no output file behind.
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -14,7 +14,7 @@ use rodl::{LinearOperator, Operator, Scalar};
 
 fn data(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/odl")
+        .join("../tests/data/odl")
         .join(name)
 }
 
@@ -724,7 +724,9 @@ fn fbp_matches_the_library_and_reconstructs() {
 
 /// The library's reconstruction of par2d_64's ODL sinogram with `algorithm`.
 fn library_reconstruction(algorithm: &str, iterations: usize) -> ArrayD<f32> {
-    use rodl::solvers::iterative::{cgls, landweber, mlem, osem, sirt, RaySubsets, SirtOptions};
+    use rodl::solvers::iterative::{
+        cgls, landweber, mlem, osem, sirt, LandweberOptions, RaySubsets, SirtOptions,
+    };
     let spec = TomoSpec::from_file(data("par2d_64.json")).unwrap();
     let space = spec.volume.space::<f32>().unwrap();
     let ray = RayTransform::new(
@@ -738,13 +740,21 @@ fn library_reconstruction(algorithm: &str, iterations: usize) -> ArrayD<f32> {
     let mut x = space.zero().unwrap();
     match algorithm {
         "cgls" => cgls(&ray, &mut x, &y, iterations, &mut ()).map(|_| ()),
-        "landweber" => landweber(&ray, &mut x, &y, iterations, None, &mut ()).map(|_| ()),
+        "landweber" => landweber(
+            &ray,
+            &mut x,
+            &y,
+            iterations,
+            &LandweberOptions::default(),
+            &mut (),
+        )
+        .map(|_| ()),
         "sirt" => sirt(
             &ray,
             &mut x,
             &y,
             iterations,
-            SirtOptions::default(),
+            &SirtOptions::default(),
             &mut (),
         )
         .map(|_| ()),

@@ -5,12 +5,14 @@ use std::fmt;
 use std::sync::Arc;
 
 use clap::ValueEnum;
-use rodl::solvers::iterative::{cgls, landweber, mlem, osem, sirt, RaySubsets, SirtOptions};
+use rodl::solvers::iterative::{
+    cgls, landweber, mlem, osem, sirt, LandweberOptions, RaySubsets, SirtOptions,
+};
+use rodl::solvers::tv::{fista_tv, pdhg_tv, PdhgTvOptions, TvProblem};
 use rodl::solvers::Callback;
 use rodl::tomo::{Backend, RayTransform};
 use rodl::{Element, Operator, Scalar};
 
-use crate::tv::{fista_tv, pdhg_tv};
 use crate::Failure;
 
 /// An iterative reconstruction method.
@@ -106,7 +108,7 @@ impl Settings {
                      smoother; it scales with the noise and with the image's values)"
                 )))
             }
-            (true, Some(w)) => crate::tv::check_weight(w)?,
+            (true, Some(w)) => rodl::solvers::tv::check_weight(w)?,
             (false, Some(_)) => {
                 return Err(Failure::new(format!(
                     "--tv-weight applies to pdhg-tv and fista-tv only, not to {name}"
@@ -151,12 +153,13 @@ pub fn reconstruct<T: Scalar>(
                 nonnegative: settings.nonnegative,
                 ..SirtOptions::default()
             };
-            let k = sirt(ray_op, &mut x, data, n, options, callback)?;
+            let k = sirt(ray_op, &mut x, data, n, &options, callback)?;
             (x, k)
         }
         Algorithm::Landweber => {
             let mut x = domain.zero()?;
-            let k = landweber(ray_op, &mut x, data, n, None, callback)?;
+            let options = LandweberOptions::default();
+            let k = landweber(ray_op, &mut x, data, n, &options, callback)?;
             (x, k)
         }
         Algorithm::Mlem => {
@@ -175,14 +178,16 @@ pub fn reconstruct<T: Scalar>(
         }
         Algorithm::PdhgTv => {
             let mut x = domain.zero()?;
-            let k = pdhg_tv(ray, data, &mut x, lambda, n, callback)?;
+            let problem = TvProblem::new(ray.clone(), data, lambda)?;
+            let k = pdhg_tv(&problem, &mut x, n, &PdhgTvOptions::default(), callback)?;
             (x, k)
         }
         Algorithm::FistaTv => {
             let mut x = domain.zero()?;
-            let k = fista_tv(ray, data, &mut x, lambda, n, callback)?;
+            let problem = TvProblem::new(ray.clone(), data, lambda)?;
+            let k = fista_tv(&problem, &mut x, n, callback)?;
             (x, k)
         }
     };
-    Ok((x, done))
+    Ok((x, done.iterations))
 }
