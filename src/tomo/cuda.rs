@@ -114,7 +114,7 @@ impl CudaRay {
             .collect();
         let views = ctx
             .stream()
-            .memcpy_stod(&flat)
+            .clone_htod(&flat)
             .map_err(driver_err("uploading the geometry"))?;
         // Compile now, so that a compilation problem shows at construction.
         ctx.function(&RAY, "joseph_forward_f32")?;

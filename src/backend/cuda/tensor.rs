@@ -381,7 +381,7 @@ impl<T: Scalar> BackendStorage<T> for DeviceTensor<T> {
             l.arg(&*partial).arg(&m).arg(&mut *total);
             launch!(l, one_block, "final reduction kernel")?;
             ctx.stream()
-                .memcpy_dtov(&*total)
+                .clone_dtoh(&*total)
                 .map_err(driver_err("copying a reduction result"))
         })?;
         v.first()

@@ -80,7 +80,7 @@ impl GpuFilter {
         let stream = ctx.stream();
         let upload = |v: &[f64]| -> Result<CudaSlice<f64>> {
             stream
-                .memcpy_stod(v)
+                .clone_htod(v)
                 .map_err(driver_err("uploading the FBP filter"))
         };
         let ones = |n: usize| vec![1.0f64; n];
