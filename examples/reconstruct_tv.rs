@@ -37,13 +37,10 @@ use reconstruct_common::{
 };
 use rodl::solvers::callback::{Control, IterationInfo};
 use rodl::solvers::functional::{
-    Func, Functional, FunctionalExt, GroupL1Norm, IndicatorNonnegativity, L2NormSquared,
-    SeparableSum,
+    Functional, FunctionalExt, GroupL1Norm, IndicatorNonnegativity, L2NormSquared, SeparableSum,
 };
 use rodl::solvers::iterative::{pdhg, PdhgOptions};
-use rodl::{
-    power_method_opnorm, BroadcastOperator, Element, Gradient, LinOp, LinearOperatorExt, Operator,
-};
+use rodl::{BroadcastOperator, Element, Gradient, LinOp, LinearOperatorExt, Operator};
 
 /// PDHG iterations.
 const ITERATIONS: usize = 200;
@@ -80,16 +77,13 @@ fn run() -> ExampleResult<()> {
     let ray: LinOp<Real> = problem.ray.clone();
     let grad: LinOp<Real> = Arc::new(Gradient::new(space.clone())?);
     let norm = |op: &LinOp<Real>| -> ExampleResult<f64> {
-        let adjoint = op.adjoint()?;
-        let estimate =
-            power_method_opnorm(op.as_ref(), adjoint.as_ref(), POWER_ITERATIONS, 1e-4, 1)?;
-        Ok(NORM_SAFETY * estimate)
+        Ok(NORM_SAFETY * op.norm_estimate_with(POWER_ITERATIONS, 1e-4)?)
     };
     let (ray_norm, grad_norm) = (norm(&ray)?, norm(&grad)?);
     let mu = ray_norm / grad_norm;
     let k: LinOp<Real> = Arc::new(BroadcastOperator::new(vec![
         ray.clone(),
-        grad.scaled(mu as Real),
+        grad.scaled(mu as Real)?,
     ])?);
     let k_norm = (ray_norm.powi(2) + (mu * grad_norm).powi(2)).sqrt();
     let tau = 0.99 * STEP_RATIO.sqrt() / k_norm;
@@ -102,8 +96,8 @@ fn run() -> ExampleResult<()> {
 
     // f(x) = ι_{x ≥ 0}(x), g(y₁, y₂) = ½‖y₁ − data‖² + (λ/μ) ‖|y₂|₂‖₁.
     let f = IndicatorNonnegativity::new(space.clone());
-    let l2: Func<Real> = Arc::new(L2NormSquared::new(problem.ray.range().clone()));
-    let tv: Func<Real> = Arc::new(GroupL1Norm::new(grad.range().clone())?);
+    let l2 = L2NormSquared::new(problem.ray.range().clone());
+    let tv = GroupL1Norm::new(grad.range().clone())?;
     let g = SeparableSum::new(vec![
         l2.translated(data.try_clone()?)?.scaled(0.5)?,
         tv.scaled(LAMBDA / mu)?,
