@@ -38,7 +38,7 @@ fn main() -> Result<()> {
     let id: LinOp<f64> = Arc::new(IdentityOperator::new(x.clone()));
     let lambda = 1e-3;
     // A = I + λ ∇*∇ (symmetric positive definite)
-    let a = id.plus(&grad.adjoint()?.compose(&grad)?.scaled(lambda))?;
+    let a = id.plus(&grad.adjoint()?.compose(&grad)?.scaled(lambda)?)?;
     println!("\noperator A     = {}", a.name());
     let h = 2.0 / n as f64;
     let formula = 2f64.sqrt() * 2.0 * (std::f64::consts::PI / (2 * n + 1) as f64).cos() / h;

@@ -4,6 +4,7 @@ use std::fmt;
 
 use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD};
 
+use crate::backend::Reduction;
 use crate::storage::Storage;
 use crate::{Device, Error, Result, Scalar};
 
@@ -56,11 +57,76 @@ impl<T: Scalar> Element<T> {
         }
     }
 
-    /// The tensor shape, or `None` for a product element.
-    pub fn shape(&self) -> Option<&[usize]> {
+    /// The tensor shape; errors for a product element (as [`Space::shape`](crate::Space::shape)
+    /// does for a product space).
+    pub fn shape(&self) -> Result<&[usize]> {
         match &self.kind {
-            ElementKind::Tensor(s) => Some(s.shape()),
-            ElementKind::Product(_) => None,
+            ElementKind::Tensor(s) => Ok(s.shape()),
+            ElementKind::Product(_) => Err(Error::invalid(
+                "shape() needs a tensor element, got a product-space element",
+            )),
+        }
+    }
+
+    /// The plain (unweighted) sum of all entries, over all parts of a product element,
+    /// accumulated in f64. Runs on the element's device; for the weighted sum (the integral
+    /// on a discretised space) use [`Space::integral`](crate::Space::integral).
+    ///
+    /// ```
+    /// use rodl::{uniform_discr, Space};
+    /// let s = uniform_discr::<f32>(&[0.0], &[2.0], &[4])?; // cells of width 0.5
+    /// let x = s.element_from_vec(vec![1.0, -2.0, 3.5, 0.5])?;
+    /// assert_eq!(x.sum()?, 3.0);
+    /// assert_eq!(s.integral(&x)?, 1.5);
+    /// assert_eq!((x.min()?, x.max()?), (-2.0, 3.5));
+    /// let pair = Space::product(vec![s.clone(), s.clone()])?.product_element(vec![x.try_clone()?, s.one()?])?;
+    /// assert_eq!((pair.sum()?, pair.min()?, pair.max()?), (7.0, -2.0, 3.5));
+    /// # Ok::<(), rodl::Error>(())
+    /// ```
+    pub fn sum(&self) -> Result<f64> {
+        match &self.kind {
+            ElementKind::Tensor(s) => s.reduce(Reduction::Sum, s),
+            ElementKind::Product(p) => p.iter().map(|e| e.sum()).sum(),
+        }
+    }
+
+    /// The smallest entry (over all parts of a product element), as f64; NaN when an entry is
+    /// NaN. Needs host data: errors for an element on a GPU (call [`Element::to_host`] first).
+    pub fn min(&self) -> Result<f64> {
+        self.extremum("min", f64::INFINITY, f64::min)
+    }
+
+    /// The largest entry (over all parts of a product element), as f64; NaN when an entry is
+    /// NaN. Needs host data: errors for an element on a GPU (call [`Element::to_host`] first).
+    pub fn max(&self) -> Result<f64> {
+        self.extremum("max", f64::NEG_INFINITY, f64::max)
+    }
+
+    fn extremum(&self, what: &str, start: f64, pick: fn(f64, f64) -> f64) -> Result<f64> {
+        match &self.kind {
+            ElementKind::Tensor(s) => {
+                let h = s.host().ok_or_else(|| self.not_host(what))?;
+                let mut acc = start;
+                for v in h.slice() {
+                    let v = v.f64();
+                    if v.is_nan() {
+                        return Ok(f64::NAN);
+                    }
+                    acc = pick(acc, v);
+                }
+                Ok(acc)
+            }
+            ElementKind::Product(p) => {
+                let mut acc = start;
+                for e in p {
+                    let v = e.extremum(what, start, pick)?;
+                    if v.is_nan() {
+                        return Ok(f64::NAN);
+                    }
+                    acc = pick(acc, v);
+                }
+                Ok(acc)
+            }
         }
     }
 

@@ -82,7 +82,19 @@ impl Error {
         }
     }
 
-    pub(crate) fn invalid(msg: impl Into<String>) -> Self {
+    /// An [`Error::InvalidArgument`] with the message `msg`: for users' own operators,
+    /// functionals and checks that reject an argument.
+    ///
+    /// ```
+    /// use rodl::{Error, Result};
+    /// fn checked_step(step: f64) -> Result<f64> {
+    ///     if step > 0.0 { Ok(step) } else { Err(Error::invalid(format!("step {step} must be positive"))) }
+    /// }
+    /// let err = checked_step(-1.0).unwrap_err();
+    /// assert!(matches!(err, Error::InvalidArgument(_)));
+    /// assert_eq!(err.to_string(), "invalid argument: step -1 must be positive");
+    /// ```
+    pub fn invalid(msg: impl Into<String>) -> Self {
         Error::InvalidArgument(msg.into())
     }
 }

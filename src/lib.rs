@@ -1,19 +1,5 @@
-//! # rodl — operator discretization for inverse problems
-//!
-//! Discretised function spaces, operators that know their domain and range, operator algebra with
-//! exact adjoints, a tomographic ray transform, functionals and iterative solvers — in the style
-//! of ODL (the Operator Discretization Library), in Rust.
-//!
-//! ```
-//! use std::sync::Arc;
-//! use rodl::{check_adjoint, uniform_discr, Gradient, LinOp, LinearOperatorExt, ScalingOperator};
-//!
-//! let space = uniform_discr::<f64>(&[-1.0, -1.0], &[1.0, 1.0], &[32, 32])?;
-//! let grad: LinOp<f64> = Arc::new(Gradient::new(space.clone())?);
-//! let op = grad.adjoint()?.compose(&grad)?.scaled(-1.0); // −∇*∇ = div ∘ grad
-//! assert!(check_adjoint(op.as_ref(), 3, 7)?.max_rel_error < 1e-12);
-//! # Ok::<(), rodl::Error>(())
-//! ```
+// The crate documentation is the README (its examples run as doctests).
+#![doc = include_str!("../README.md")]
 #![warn(missing_docs)]
 // `!(a < b)` is used on purpose: it is true for NaN, which must be rejected too.
 #![allow(clippy::neg_cmp_op_on_partial_ord)]

@@ -368,6 +368,13 @@ fn host_data_in_any_layout_and_gpu_access_errors() {
     assert!(e.contains("cuda:0") && e.contains("to_host"), "{e}");
     assert!(x.as_slice().is_err());
     assert!(x.try_clone().unwrap().into_array().is_err());
+    // Element reductions: the sum runs on the GPU, min and max need host data.
+    assert_eq!(x.sum().unwrap(), t.sum());
+    let e = x.max().unwrap_err().to_string();
+    assert!(e.contains("cuda:0") && e.contains("to_host"), "{e}");
+    assert!(x.min().is_err());
+    assert_eq!(x.to_host().unwrap().max().unwrap(), 32.0);
+    assert_eq!(x.shape().unwrap(), &[3, 4]);
     // Wrong shape.
     assert!(g.element(ArrayD::zeros(IxDyn(&[4, 3]))).is_err());
 }

@@ -10,7 +10,7 @@ use proptest::prelude::*;
 use rodl::diagnostics::strategies::{element_pair, tensor_space};
 use rodl::{
     check_adjoint, check_linearity, rn, uniform_discr, Element, Error, LinOp, LinearOperator,
-    Operator, Result, Space,
+    LinearOperatorExt, Operator, Result, Space,
 };
 
 use common::*;
@@ -79,7 +79,7 @@ impl LinearOperator<f64> for CumSum {
         let exact: LinOp<f64> = Arc::new(rev(!self.reverse));
         Ok(match self.adjoint {
             Adjoint::Exact => exact,
-            Adjoint::Scaled => rodl::LinearOperatorExt::scaled(&exact, 1.0 + 1e-3),
+            Adjoint::Scaled => rodl::LinearOperatorExt::scaled(&exact, 1.0 + 1e-3).unwrap(),
             Adjoint::NotTransposed => Arc::new(rev(self.reverse)),
             Adjoint::DropsLast => {
                 let n = self.space.size();
@@ -236,7 +236,7 @@ fn check_adjoint_is_seeded() {
     assert_eq!(check_adjoint(&op, 0, 1).unwrap().trials, 1);
 }
 
-/// A linear operator whose implementation forgot to say so.
+/// A linear operator that does not override `Operator::is_linear` (which says `false`).
 struct ForgotIsLinear(Space<f64>);
 
 impl Operator<f64> for ForgotIsLinear {
@@ -257,10 +257,22 @@ impl LinearOperator<f64> for ForgotIsLinear {
     }
 }
 
+/// Implementing `LinearOperator` is what makes an operator linear: `check_adjoint` and the
+/// algebra of `LinOp`s do not consult `is_linear`.
 #[test]
-fn operators_that_are_not_linear_are_refused() {
+fn linear_operators_need_no_is_linear_override() {
     let op = ForgotIsLinear(rn(&[3]).unwrap());
-    assert!(matches!(check_adjoint(&op, 1, 0), Err(Error::NotLinear(_))));
+    assert!(!op.is_linear());
+    let report = check_adjoint(&op, 2, 0).unwrap();
+    assert!(report.max_rel_error < 1e-15, "{report:?}");
+    let shared: LinOp<f64> = Arc::new(ForgotIsLinear(rn(&[3]).unwrap()));
+    assert!(shared.compose(&shared).unwrap().is_linear());
+    assert!(shared.scaled(2.0).unwrap().is_linear());
+    assert!(shared.as_op().is_linear());
+    assert!(ForgotIsLinear(rn(&[3]).unwrap())
+        .plus(&shared)
+        .unwrap()
+        .is_linear());
 }
 
 /// An adjoint with the right shapes but the wrong weighting is a space mismatch.

@@ -40,7 +40,7 @@ fn constructors() {
     let x = s.element_from_vec(v.clone()).unwrap();
     assert_eq!(x.as_slice().unwrap(), v.as_slice());
     assert_eq!(x.as_array().unwrap()[[1, 0]], 4.0);
-    assert_eq!(x.shape(), Some(&[2usize, 3][..]));
+    assert_eq!(x.shape().unwrap(), &[2usize, 3][..]);
     assert!(!x.is_product());
     assert_eq!(x.device(), Device::Cpu);
     let y = s
@@ -96,7 +96,7 @@ fn product_elements() {
         .product_element(vec![a.full(1.0).unwrap(), b.full(2.0).unwrap()])
         .unwrap();
     assert!(x.is_product());
-    assert_eq!(x.shape(), None);
+    assert!(x.shape().is_err());
     assert_eq!(x.device(), Device::Cpu);
     assert_eq!(x.parts().unwrap().len(), 2);
     assert_eq!(x.part(1).unwrap().as_slice().unwrap(), &[2.0; 3]);
@@ -180,4 +180,35 @@ fn random_normal_is_seeded_and_standard() {
         .unwrap()
         .iter()
         .all(|e| e.as_slice().unwrap().iter().all(|v| *v != 0.0)));
+}
+
+/// Element reductions: the plain sum, min and max of the entries, over all parts of a product
+/// element; `shape` errors for a product element, as `Space::shape` does for a product space.
+#[test]
+fn element_reductions_and_shape() {
+    let s = uniform_discr::<f32>(&[0.0, 0.0], &[1.0, 1.0], &[2, 3]).unwrap();
+    let x = s
+        .element_from_vec(vec![1.0, -2.5, 3.0, 0.0, 4.25, -1.0])
+        .unwrap();
+    assert_eq!(x.sum().unwrap(), 4.75);
+    assert_eq!(x.min().unwrap(), -2.5);
+    assert_eq!(x.max().unwrap(), 4.25);
+    assert_eq!(x.shape().unwrap(), s.shape().unwrap());
+    // The sum is unweighted; the integral is weighted.
+    assert!((s.integral(&x).unwrap() - 4.75 / 6.0).abs() < 1e-6);
+
+    let t = rn::<f32>(&[2]).unwrap();
+    let p = Space::product(vec![s.clone(), t.clone()]).unwrap();
+    let y = p
+        .product_element(vec![x.try_clone().unwrap(), t.full(-7.0).unwrap()])
+        .unwrap();
+    assert_eq!(y.sum().unwrap(), 4.75 - 14.0);
+    assert_eq!(y.min().unwrap(), -7.0);
+    assert_eq!(y.max().unwrap(), 4.25);
+    assert!(y.shape().is_err());
+    assert!(p.shape().is_err());
+
+    let mut z = t.one().unwrap();
+    z.as_slice_mut().unwrap()[1] = f32::NAN;
+    assert!(z.min().unwrap().is_nan() && z.max().unwrap().is_nan());
 }

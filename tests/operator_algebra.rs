@@ -8,9 +8,9 @@ use std::sync::Arc;
 use proptest::prelude::*;
 use rodl::diagnostics::strategies::{tensor_space, weighted_space};
 use rodl::{
-    check_linearity, rn, uniform_discr, BroadcastOperator, Composition, Element, Error, Gradient,
-    IdentityOperator, Laplacian, LinOp, LinearOperatorExt, MultiplyOperator, Op, Operator,
-    OperatorExt, OperatorSum, Result, Scalar, ScalarMultiple, ScalingOperator, Space,
+    check_adjoint, check_linearity, rn, uniform_discr, BroadcastOperator, Composition, Element,
+    Error, Gradient, IdentityOperator, Laplacian, LinOp, LinearOperatorExt, MultiplyOperator, Op,
+    Operator, OperatorExt, OperatorSum, Result, Scalar, ScalarMultiple, ScalingOperator, Space,
 };
 
 use common::*;
@@ -46,9 +46,17 @@ fn linear_algebra_values() {
         (a.plus(&b).unwrap(), 7.0),
         (a.minus(&b).unwrap(), -3.0),
         (b.minus(&a).unwrap(), 3.0),
-        (a.scaled(-1.5), -3.0),
+        (a.scaled(-1.5).unwrap(), -3.0),
         (a.neg(), -2.0),
-        (a.compose(&b).unwrap().minus(&a).unwrap().scaled(0.5), 4.0),
+        (
+            a.compose(&b)
+                .unwrap()
+                .minus(&a)
+                .unwrap()
+                .scaled(0.5)
+                .unwrap(),
+            4.0,
+        ),
         (a.adjoint().unwrap().compose(&b.neg()).unwrap(), -10.0),
     ];
     for (op, c) in cases {
@@ -121,12 +129,12 @@ fn nonlinear_algebra() {
     assert_eq!(ev(&sq.minus(&id).unwrap()), vec![0.0, 6.0, 6.0]);
     assert_eq!(ev(&sq.neg()), vec![-1.0, -4.0, -9.0]);
     // left and right scalar multiples differ for non-linear operators
-    assert_eq!(ev(&sq.scaled(2.0)), vec![2.0, 8.0, 18.0]); // 2·x²
-    assert_eq!(ev(&sq.right_scaled(2.0)), vec![4.0, 16.0, 36.0]); // (2x)²
-                                                                  // a linear operator used as a general one
+    assert_eq!(ev(&sq.scaled(2.0).unwrap()), vec![2.0, 8.0, 18.0]); // 2·x²
+    assert_eq!(ev(&sq.right_scaled(2.0).unwrap()), vec![4.0, 16.0, 36.0]); // (2x)²
+                                                                           // a linear operator used as a general one
     let lin = scaling(&s, 3.0).as_op();
     assert!(lin.is_linear());
-    assert_eq!(ev(&lin.right_scaled(2.0)), vec![6.0, -12.0, 18.0]);
+    assert_eq!(ev(&lin.right_scaled(2.0).unwrap()), vec![6.0, -12.0, 18.0]);
     assert_eq!(ev(&sq.compose(&lin).unwrap()), vec![9.0, 36.0, 81.0]);
 
     for op in [
@@ -134,8 +142,8 @@ fn nonlinear_algebra() {
         sq.compose(&lin).unwrap(),
         lin.compose(&sq).unwrap(),
         sq.plus(&lin).unwrap(),
-        sq.scaled(2.0),
-        sq.right_scaled(2.0),
+        sq.scaled(2.0).unwrap(),
+        sq.right_scaled(2.0).unwrap(),
     ] {
         assert!(!op.is_linear(), "{}", op.name());
         let e = check_linearity(op.as_ref(), 3, 1).unwrap();
@@ -157,9 +165,9 @@ fn names_describe_the_expression() {
         a.minus(&b).unwrap().name(),
         "(ScalingOperator - ScalingOperator)"
     );
-    assert_eq!(a.scaled(3.0).name(), "(3 · ScalingOperator)");
+    assert_eq!(a.scaled(3.0).unwrap().name(), "(3 · ScalingOperator)");
     let sq: Op<f64> = Arc::new(Square(s));
-    assert_eq!(sq.right_scaled(2.0).name(), "(Square · 2)");
+    assert_eq!(sq.right_scaled(2.0).unwrap().name(), "(Square · 2)");
 }
 
 #[test]
@@ -168,7 +176,7 @@ fn norm_estimates_of_composites() {
     let grad: LinOp<f64> = Arc::new(Gradient::new(s.clone()).unwrap());
     let g = grad.norm_estimate().unwrap();
     // ‖c·A‖ = |c|·‖A‖ without another power iteration
-    assert_eq!(grad.scaled(-3.0).norm_estimate().unwrap(), 3.0 * g);
+    assert_eq!(grad.scaled(-3.0).unwrap().norm_estimate().unwrap(), 3.0 * g);
     // compositions and sums cache their own estimate
     let c = grad.compose(&scaling(&s, 2.0)).unwrap();
     assert_eq!(c.norm_cache().unwrap().get(), None);
@@ -220,8 +228,8 @@ fn apply_errors() {
     let ops: Vec<LinOp<f64>> = vec![
         grad.compose(&scaling(&x, 2.0)).unwrap(),
         scaling(&x, 2.0).plus(&scaling(&x, 1.0)).unwrap(),
-        grad.scaled(2.0),
-        Arc::new(ScalarMultiple::right(grad.clone(), 2.0)),
+        grad.scaled(2.0).unwrap(),
+        Arc::new(ScalarMultiple::right(grad.clone(), 2.0).unwrap()),
     ];
     for op in ops {
         assert!(op.apply(&z.one().unwrap()).is_err(), "{}", op.name());
@@ -304,7 +312,13 @@ fn laws<T: Scalar>(x: &Space<T>, seed: u64, c: f64) {
     }
 
     // (c A)* = c A*
-    let lhs = grad.scaled(c).adjoint().unwrap().apply(&g).unwrap();
+    let lhs = grad
+        .scaled(c)
+        .unwrap()
+        .adjoint()
+        .unwrap()
+        .apply(&g)
+        .unwrap();
     let mut rhs = grad.adjoint().unwrap().apply(&g).unwrap();
     x.scale(c, &mut rhs).unwrap();
     same(x, &lhs, &rhs, "(cA)* = cA*");
@@ -357,5 +371,133 @@ proptest! {
         // rounding of the terms shows ~30× larger relative to them (up to 8.7e-5 measured, on a
         // 4-cell grid with h = 0.025; the case is kept in operator_algebra.proptest-regressions).
         assert_linear(&ops, seed, 30.0 * adjoint_tol::<f32>());
+    }
+}
+
+// ------------------------------------------------------------------ concrete operators
+
+/// The algebra works on concrete operators (moved into the result, no `Arc::new`) and gives
+/// the same operators as the shared forms.
+#[test]
+fn algebra_on_concrete_operators_matches_the_shared_forms() {
+    let s = uniform_discr::<f64>(&[0.0, 0.0], &[1.0, 2.0], &[6, 5]).unwrap();
+    let mu = 0.37;
+    let owned = Gradient::new(s.clone()).unwrap().scaled(mu).unwrap();
+    let g: LinOp<f64> = Arc::new(Gradient::new(s.clone()).unwrap());
+    let shared = g.scaled(mu).unwrap();
+    assert_eq!(owned.name(), shared.name());
+    let x = s.element_from_fn(|p| p[0] * p[0] - p[1]).unwrap();
+    let (a, b) = (owned.apply(&x).unwrap(), shared.apply(&x).unwrap());
+    assert_eq!(owned.range().dist(&a, &b).unwrap(), 0.0);
+    let y = owned.range().one().unwrap();
+    let (a, b) = (
+        owned.adjoint().unwrap().apply(&y).unwrap(),
+        shared.adjoint().unwrap().apply(&y).unwrap(),
+    );
+    assert_eq!(s.dist(&a, &b).unwrap(), 0.0);
+
+    // Concrete and shared operands mix; the shared ones stay usable.
+    let two: LinOp<f64> = Arc::new(ScalingOperator::new(s.clone(), 2.0));
+    let c = Laplacian::new(s.clone())
+        .unwrap()
+        .plus(&two)
+        .unwrap()
+        .minus(IdentityOperator::new(s.clone()))
+        .unwrap()
+        .compose(ScalingOperator::new(s.clone(), 3.0))
+        .unwrap()
+        .neg();
+    let lap: LinOp<f64> = Arc::new(Laplacian::new(s.clone()).unwrap());
+    let id: LinOp<f64> = Arc::new(IdentityOperator::new(s.clone()));
+    let three: LinOp<f64> = Arc::new(ScalingOperator::new(s.clone(), 3.0));
+    let d = lap
+        .plus(&two)
+        .unwrap()
+        .minus(&id)
+        .unwrap()
+        .compose(&three)
+        .unwrap()
+        .neg();
+    assert_eq!(c.name(), d.name());
+    assert_eq!(
+        s.dist(&c.apply(&x).unwrap(), &d.apply(&x).unwrap())
+            .unwrap(),
+        0.0
+    );
+    assert!(c.is_linear() && c.as_op().is_linear());
+    assert!(check_adjoint(c.as_ref(), 2, 5).unwrap().max_rel_error < 1e-13);
+    assert_eq!(
+        two.apply(&x).unwrap().as_slice().unwrap()[0],
+        2.0 * x.as_slice().unwrap()[0]
+    );
+}
+
+/// `scaled` errors on a non-finite factor, for shared and concrete operators alike.
+#[test]
+fn scaling_by_a_non_finite_factor_is_refused() {
+    let s = rn::<f64>(&[3]).unwrap();
+    let a = scaling(&s, 2.0);
+    let sq: Op<f64> = Arc::new(Square(s.clone()));
+    for c in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+        assert!(matches!(a.scaled(c), Err(Error::InvalidArgument(_))));
+        assert!(matches!(sq.scaled(c), Err(Error::InvalidArgument(_))));
+        assert!(matches!(sq.right_scaled(c), Err(Error::InvalidArgument(_))));
+        assert!(matches!(
+            ScalingOperator::new(s.clone(), 1.0).scaled(c),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(ScalarMultiple::left(c, a.clone()).is_err());
+        assert!(ScalarMultiple::right(a.clone(), c).is_err());
+    }
+    assert!(a.scaled(0.0).is_ok());
+}
+
+// ------------------------------------------------------------------ norm estimates
+
+/// `norm_estimate_with` runs the power iteration it is asked for: more iterations never give a
+/// smaller estimate (the estimates approach ‖A‖ from below), and the defaults are those of
+/// `norm_estimate`.
+#[test]
+fn norm_estimates_under_the_callers_control() {
+    use rodl::operator::{NORM_ESTIMATE_ITERATIONS, NORM_ESTIMATE_RTOL};
+    use rodl::LinearOperator;
+    let s = uniform_discr::<f64>(&[0.0, 0.0], &[1.0, 1.0], &[16, 16]).unwrap();
+    let grad = Gradient::new(s.clone()).unwrap();
+    let one = grad.norm_estimate_with(1, 0.0).unwrap();
+    let five = grad.norm_estimate_with(5, 0.0).unwrap();
+    let full = grad.norm_estimate().unwrap();
+    assert!(one > 0.0 && one <= five * (1.0 + 1e-12) && five <= full * (1.0 + 1e-12));
+    assert_eq!(
+        grad.norm_estimate_with(NORM_ESTIMATE_ITERATIONS, NORM_ESTIMATE_RTOL)
+            .unwrap(),
+        full
+    );
+    // ‖∇‖ < 2√d / h
+    assert!(full < 2.0 * 2f64.sqrt() * 16.0);
+    // Scalar multiples scale the estimate they are asked for.
+    let g: LinOp<f64> = Arc::new(grad);
+    let three = g.scaled(-3.0).unwrap();
+    assert_eq!(three.norm_estimate_with(5, 0.0).unwrap(), 3.0 * five);
+}
+
+/// `check_adjoint_with` uses a given norm and refuses a meaningless one.
+#[test]
+fn adjoint_check_with_a_known_norm() {
+    use rodl::diagnostics::check_adjoint_with;
+    let s = uniform_discr::<f64>(&[0.0, 0.0], &[1.0, 1.0], &[8, 8]).unwrap();
+    let grad = Gradient::new(s).unwrap();
+    let bound = 2.0 * 2f64.sqrt() * 8.0;
+    let given = check_adjoint_with(&grad, 3, 9, Some(bound)).unwrap();
+    assert_eq!(given.opnorm, bound);
+    assert!(given.max_rel_error < 1e-13);
+    let estimated = check_adjoint_with(&grad, 3, 9, None).unwrap();
+    let plain = check_adjoint(&grad, 3, 9).unwrap();
+    assert_eq!(estimated.opnorm, plain.opnorm);
+    assert_eq!(estimated.max_rel_error, plain.max_rel_error);
+    for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+        assert!(matches!(
+            check_adjoint_with(&grad, 1, 0, Some(bad)),
+            Err(Error::InvalidArgument(_))
+        ));
     }
 }

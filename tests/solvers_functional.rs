@@ -698,3 +698,59 @@ fn scalar_type_is_generic() {
     assert_eq!(norm_of_one::<f32>(), 4.0);
     assert_eq!(norm_of_one::<f64>(), 4.0);
 }
+
+/// The builders work on concrete functionals (moved into the result, no `Arc::new`) and give
+/// the same functionals as the shared forms.
+#[test]
+fn builders_on_concrete_functionals_match_the_shared_forms() {
+    let mut rng = common::rng(17);
+    let r = d2();
+    let d = randn(&r, 1.0, &mut rng);
+    let owned = L2NormSquared::new(r.clone())
+        .translated(d.try_clone().unwrap())
+        .unwrap()
+        .scaled(0.5)
+        .unwrap();
+    let l2: Func<f64> = Arc::new(L2NormSquared::new(r.clone()));
+    let shared = l2
+        .translated(d.try_clone().unwrap())
+        .unwrap()
+        .scaled(0.5)
+        .unwrap();
+    assert_eq!(owned.name(), shared.name());
+    let x = randn(&r, 1.0, &mut rng);
+    assert_eq!(owned.value(&x).unwrap(), shared.value(&x).unwrap());
+    // ½‖x − d‖²
+    let res = lin(&r, 1.0, &x, -1.0, &d);
+    assert!(close(
+        owned.value(&x).unwrap(),
+        0.5 * r.inner(&res, &res).unwrap(),
+        1e-14
+    ));
+    let (a, b) = (owned.gradient(&x).unwrap(), shared.gradient(&x).unwrap());
+    assert_eq!(r.dist(&a, &b).unwrap(), 0.0);
+    let (a, b) = (
+        owned.proximal(0.7, &x).unwrap(),
+        shared.proximal(0.7, &x).unwrap(),
+    );
+    assert_eq!(r.dist(&a, &b).unwrap(), 0.0);
+    // The shared functional stays usable, and the other builders take concrete ones too.
+    assert!(l2.scaled(2.0).is_ok());
+    let grad: LinOp<f64> = Arc::new(Gradient::new(r.clone()).unwrap());
+    let tv = GroupL1Norm::new(grad.range().clone())
+        .unwrap()
+        .compose(grad.clone())
+        .unwrap();
+    assert!(tv.value(&x).unwrap() > 0.0);
+    assert!(L1Norm::new(r.clone()).moreau_envelope(0.5).is_ok());
+    assert!(L1Norm::new(r.clone()).scaled_argument(2.0).is_ok());
+    assert!(L1Norm::new(r.clone()).perturbed(0.5, None).is_ok());
+    // One fallibility for `scaled`: a factor that is not finite and positive is an error.
+    for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+        assert!(matches!(
+            L1Norm::new(r.clone()).scaled(bad),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(matches!(l2.scaled(bad), Err(Error::InvalidArgument(_))));
+    }
+}

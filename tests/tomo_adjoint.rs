@@ -630,7 +630,7 @@ proptest! {
             ("A ∘ cI", ray.compose(&scaling).unwrap()),
             ("A* ∘ A", adj.compose(&ray).unwrap()),
             ("A ∘ grad*", ray.compose(&grad.adjoint().unwrap()).unwrap()),
-            ("2A − A", ray.scaled(2.0).minus(&ray).unwrap()),
+            ("2A − A", ray.scaled(2.0).unwrap().minus(&ray).unwrap()),
         ];
         for (name, op) in ops {
             let r = check_adjoint(op.as_ref(), 2, seed).unwrap();
@@ -913,7 +913,7 @@ fn wrong_back_projections_are_flagged() {
         det,
     });
     let wrong: Vec<(&str, LinOp<f64>)> = vec![
-        ("1.02 · A*", ray.adjoint().unwrap().scaled(1.02)),
+        ("1.02 · A*", ray.adjoint().unwrap().scaled(1.02).unwrap()),
         ("half-pixel shifted A*", shifted),
         ("voxel-driven", voxel),
     ];

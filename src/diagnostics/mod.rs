@@ -7,10 +7,5 @@ pub mod quality;
 #[cfg(feature = "proptest")]
 pub mod strategies;
 
-pub use checks::{check_adjoint, check_linearity, AdjointReport};
+pub use checks::{check_adjoint, check_adjoint_with, check_linearity, AdjointReport};
 pub use quality::{psnr, relative_error, ssim};
-
-/// The README's Rust examples, compiled and run as doctests so that they stay true.
-#[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
-pub struct ReadmeDoctests;

@@ -77,7 +77,7 @@ impl<O: OperatorHandle> Factory<O> {
             self.range().clone(),
             format!("({c} · {})", self.describe()),
             self.is_linear(),
-            move |d| Ok(f.build(d)?.scaled(c)),
+            move |d| f.build(d)?.scaled(c),
         )
     }
 
@@ -90,7 +90,7 @@ impl<O: OperatorHandle> Factory<O> {
             self.range().clone(),
             format!("({} · {c})", self.describe()),
             self.is_linear(),
-            move |d| Ok(f.build(d)?.right_scaled(c)),
+            move |d| f.build(d)?.right_scaled(c),
         )
     }
 

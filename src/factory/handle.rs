@@ -37,9 +37,9 @@ pub(crate) mod sealed {
         /// `self - other`.
         fn minus(&self, other: &Self) -> Result<Self>;
         /// `c · self`.
-        fn scaled(&self, c: Self::Scalar) -> Self;
+        fn scaled(&self, c: Self::Scalar) -> Result<Self>;
         /// `self · c` (x ↦ self(c·x)).
-        fn right_scaled(&self, c: Self::Scalar) -> Self;
+        fn right_scaled(&self, c: Self::Scalar) -> Result<Self>;
     }
 
     impl<T: Scalar> Handle for Op<T> {
@@ -60,10 +60,10 @@ pub(crate) mod sealed {
         fn minus(&self, other: &Self) -> Result<Self> {
             OperatorExt::minus(self, other)
         }
-        fn scaled(&self, c: T) -> Self {
+        fn scaled(&self, c: T) -> Result<Self> {
             OperatorExt::scaled(self, c)
         }
-        fn right_scaled(&self, c: T) -> Self {
+        fn right_scaled(&self, c: T) -> Result<Self> {
             OperatorExt::right_scaled(self, c)
         }
     }
@@ -88,10 +88,10 @@ pub(crate) mod sealed {
         fn minus(&self, other: &Self) -> Result<Self> {
             LinearOperatorExt::minus(self, other)
         }
-        fn scaled(&self, c: T) -> Self {
+        fn scaled(&self, c: T) -> Result<Self> {
             LinearOperatorExt::scaled(self, c)
         }
-        fn right_scaled(&self, c: T) -> Self {
+        fn right_scaled(&self, c: T) -> Result<Self> {
             // For a linear operator A(c·x) = c·A(x); the left form needs no temporary.
             LinearOperatorExt::scaled(self, c)
         }

@@ -52,7 +52,7 @@ pub use handle::OperatorHandle;
 pub(crate) use space_desc::check_space;
 pub use space_desc::{SpaceDesc, SpaceDescExt};
 
-use crate::{Device, Error, LinOp, Op, Result};
+use crate::{Device, LinOp, Op, Result};
 
 /// A factory of general operators: it builds an [`Op<T>`].
 pub type OpFactory<T> = Factory<Op<T>>;
@@ -195,12 +195,6 @@ impl<O: OperatorHandle> Factory<O> {
         let built = (self.inner.build)(device)?;
         let op = built.operator();
         let ctx = &self.inner.describe;
-        if O::LINEAR && !op.is_linear() {
-            return Err(Error::NotLinear(format!(
-                "{ctx}: built {}, whose is_linear() is false",
-                op.name()
-            )));
-        }
         check_space(
             op.domain(),
             &self.inner.domain,

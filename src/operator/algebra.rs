@@ -3,11 +3,29 @@
 //! Each composite is generic over the kind of its parts: built from [`Op`]s it is a general
 //! operator, built from [`LinOp`]s it is a linear operator whose adjoint is assembled from the
 //! parts' adjoints.
+//!
+//! The builders ([`OperatorExt`], [`LinearOperatorExt`]) work on shared handles (`&Op`,
+//! `&LinOp`) and, for linear operators, on concrete ones too: `Gradient::new(s)?.scaled(mu)?`
+//! moves the gradient into a new [`LinOp`], no `Arc::new` needed.
 
 use std::sync::Arc;
 
-use super::{check_same_space, LinOp, LinearOperator, NormCache, Op, Operator, Scratch};
-use crate::{Element, Result, Scalar, Space};
+use super::{
+    check_same_space, LinOp, LinearOperator, NormCache, Op, Operator, OperatorKind, Scratch,
+};
+use crate::{Element, Error, Result, Scalar, Space};
+
+/// Errors unless the factor of a scalar multiple is finite.
+fn check_factor<T: Scalar>(c: T, what: &str) -> Result<()> {
+    if c.f64().is_finite() {
+        Ok(())
+    } else {
+        Err(Error::invalid(format!(
+            "{what}: the factor must be finite, got {}",
+            c.f64()
+        )))
+    }
+}
 
 /// The composition `left ∘ right`: x ↦ left(right(x)).
 pub struct Composition<T: Scalar, P: ?Sized> {
@@ -35,7 +53,7 @@ impl<T: Scalar, P: ?Sized + Operator<T>> Composition<T, P> {
     }
 }
 
-impl<T: Scalar, P: ?Sized + Operator<T>> Operator<T> for Composition<T, P> {
+impl<T: Scalar, P: ?Sized + OperatorKind<T>> Operator<T> for Composition<T, P> {
     fn domain(&self) -> &Space<T> {
         self.right.domain()
     }
@@ -49,7 +67,7 @@ impl<T: Scalar, P: ?Sized + Operator<T>> Operator<T> for Composition<T, P> {
         })
     }
     fn is_linear(&self) -> bool {
-        self.left.is_linear() && self.right.is_linear()
+        self.left.kind_is_linear() && self.right.kind_is_linear()
     }
     fn name(&self) -> String {
         format!("({} ∘ {})", self.left.name(), self.right.name())
@@ -102,7 +120,7 @@ impl<T: Scalar, P: ?Sized + Operator<T>> OperatorSum<T, P> {
     }
 }
 
-impl<T: Scalar, P: ?Sized + Operator<T>> Operator<T> for OperatorSum<T, P> {
+impl<T: Scalar, P: ?Sized + OperatorKind<T>> Operator<T> for OperatorSum<T, P> {
     fn domain(&self) -> &Space<T> {
         self.a.domain()
     }
@@ -117,7 +135,7 @@ impl<T: Scalar, P: ?Sized + Operator<T>> Operator<T> for OperatorSum<T, P> {
         })
     }
     fn is_linear(&self) -> bool {
-        self.a.is_linear() && self.b.is_linear()
+        self.a.kind_is_linear() && self.b.kind_is_linear()
     }
     fn name(&self) -> String {
         let op = if self.sign > T::zero() { "+" } else { "-" };
@@ -149,29 +167,31 @@ pub struct ScalarMultiple<T: Scalar, P: ?Sized> {
 }
 
 impl<T: Scalar, P: ?Sized + Operator<T>> ScalarMultiple<T, P> {
-    /// `c·A`.
-    pub fn left(scalar: T, op: Arc<P>) -> Self {
-        Self {
+    /// `c·A`; errors unless `c` is finite.
+    pub fn left(scalar: T, op: Arc<P>) -> Result<Self> {
+        check_factor(scalar, "scalar multiple")?;
+        Ok(Self {
             op,
             scalar,
             right: false,
             tmp: None,
-        }
+        })
     }
 
-    /// `A·c`, i.e. x ↦ A(c·x).
-    pub fn right(op: Arc<P>, scalar: T) -> Self {
+    /// `A·c`, i.e. x ↦ A(c·x); errors unless `c` is finite.
+    pub fn right(op: Arc<P>, scalar: T) -> Result<Self> {
+        check_factor(scalar, "scalar multiple")?;
         let tmp = Some(Scratch::new(op.domain().clone()));
-        Self {
+        Ok(Self {
             op,
             scalar,
             right: true,
             tmp,
-        }
+        })
     }
 }
 
-impl<T: Scalar, P: ?Sized + Operator<T>> Operator<T> for ScalarMultiple<T, P> {
+impl<T: Scalar, P: ?Sized + OperatorKind<T>> Operator<T> for ScalarMultiple<T, P> {
     fn domain(&self) -> &Space<T> {
         self.op.domain()
     }
@@ -191,7 +211,7 @@ impl<T: Scalar, P: ?Sized + Operator<T>> Operator<T> for ScalarMultiple<T, P> {
         }
     }
     fn is_linear(&self) -> bool {
-        self.op.is_linear()
+        self.op.kind_is_linear()
     }
     fn name(&self) -> String {
         if self.right {
@@ -207,14 +227,21 @@ impl<T: Scalar> LinearOperator<T> for ScalarMultiple<T, dyn LinearOperator<T>> {
         Ok(Arc::new(ScalarMultiple::left(
             self.scalar,
             self.op.adjoint()?,
-        )))
+        )?))
     }
     fn norm_estimate(&self) -> Result<f64> {
         Ok(self.scalar.f64().abs() * self.op.norm_estimate()?)
     }
+    fn norm_estimate_with(&self, max_iter: usize, rtol: f64) -> Result<f64> {
+        Ok(self.scalar.f64().abs() * self.op.norm_estimate_with(max_iter, rtol)?)
+    }
 }
 
 /// Operator arithmetic on shared general operators.
+///
+/// Implemented for [`Op`] (the methods borrow it). A concrete linear operator gets the same
+/// methods from [`LinearOperatorExt`], with a linear result; a concrete non-linear one becomes
+/// an [`Op`] with `Arc::new(op) as Op<T>`.
 pub trait OperatorExt<T: Scalar> {
     /// `self ∘ right`.
     fn compose(&self, right: &Op<T>) -> Result<Op<T>>;
@@ -222,10 +249,10 @@ pub trait OperatorExt<T: Scalar> {
     fn plus(&self, other: &Op<T>) -> Result<Op<T>>;
     /// `self - other`.
     fn minus(&self, other: &Op<T>) -> Result<Op<T>>;
-    /// `c · self` (x ↦ c·self(x)).
-    fn scaled(&self, c: T) -> Op<T>;
-    /// `self · c` (x ↦ self(c·x)).
-    fn right_scaled(&self, c: T) -> Op<T>;
+    /// `c · self` (x ↦ c·self(x)); errors unless `c` is finite.
+    fn scaled(&self, c: T) -> Result<Op<T>>;
+    /// `self · c` (x ↦ self(c·x)); errors unless `c` is finite.
+    fn right_scaled(&self, c: T) -> Result<Op<T>>;
     /// `-self`.
     fn neg(&self) -> Op<T>;
 }
@@ -243,65 +270,133 @@ impl<T: Scalar> OperatorExt<T> for Op<T> {
             other.clone(),
         )?))
     }
-    fn scaled(&self, c: T) -> Op<T> {
-        Arc::new(ScalarMultiple::left(c, self.clone()))
+    fn scaled(&self, c: T) -> Result<Op<T>> {
+        Ok(Arc::new(ScalarMultiple::left(c, self.clone())?))
     }
-    fn right_scaled(&self, c: T) -> Op<T> {
-        Arc::new(ScalarMultiple::right(self.clone(), c))
+    fn right_scaled(&self, c: T) -> Result<Op<T>> {
+        Ok(Arc::new(ScalarMultiple::right(self.clone(), c)?))
     }
     fn neg(&self) -> Op<T> {
-        self.scaled(-T::one())
+        Arc::new(ScalarMultiple {
+            op: self.clone(),
+            scalar: -T::one(),
+            right: false,
+            tmp: None,
+        })
     }
 }
 
-/// Operator arithmetic on shared linear operators; results are linear with exact adjoints.
+/// How the receiver of an algebra method ([`LinearOperatorExt`],
+/// [`FunctionalExt`](crate::solvers::functional::FunctionalExt)) is held. A type parameter that
+/// is always inferred; user code never names it.
+pub mod receiver {
+    /// A concrete operator or functional, moved into the result.
+    #[derive(Debug)]
+    pub enum Owned {}
+    /// A shared handle (`&LinOp<T>`, `&Func<T>`), whose reference count the result shares.
+    #[derive(Debug)]
+    pub enum Shared {}
+}
+
+/// Operator arithmetic on linear operators; results are [`LinOp`]s with exact adjoints.
+///
+/// Implemented for concrete linear operators, which move into the result
+/// (`Gradient::new(s)?.scaled(mu)?`), and for shared ones, `&LinOp<T>`, which are cloned
+/// (`grad.compose(&a)?` with `grad: LinOp<T>` leaves `grad` usable). The second parameter,
+/// [`receiver::Owned`] or [`receiver::Shared`], tells the two apart and is always inferred;
+/// operands can be of either kind too.
 ///
 /// ```
 /// use std::sync::Arc;
 /// use rodl::{rn, LinOp, LinearOperatorExt, Operator, ScalingOperator};
 /// let s = rn::<f64>(&[3])?;
 /// let a: LinOp<f64> = Arc::new(ScalingOperator::new(s.clone(), 2.0));
-/// let b: LinOp<f64> = Arc::new(ScalingOperator::new(s.clone(), 5.0));
-/// let c = a.compose(&b)?.minus(&a)?.scaled(0.5); // 0.5 (2·5 − 2) = 4
+/// let c = ScalingOperator::new(s.clone(), 5.0) // a concrete operator …
+///     .compose(&a)? // … composed with a shared one
+///     .minus(&a)?
+///     .scaled(0.5)?; // 0.5 (5·2 − 2) = 4
 /// let y = c.adjoint()?.apply(&s.one()?)?;
 /// assert_eq!(y.as_slice()?, &[4.0, 4.0, 4.0]);
 /// # Ok::<(), rodl::Error>(())
 /// ```
-pub trait LinearOperatorExt<T: Scalar> {
-    /// `self ∘ right`.
-    fn compose(&self, right: &LinOp<T>) -> Result<LinOp<T>>;
-    /// `self + other`.
-    fn plus(&self, other: &LinOp<T>) -> Result<LinOp<T>>;
-    /// `self - other`.
-    fn minus(&self, other: &LinOp<T>) -> Result<LinOp<T>>;
-    /// `c · self`.
-    fn scaled(&self, c: T) -> LinOp<T>;
-    /// `-self`.
-    fn neg(&self) -> LinOp<T>;
-    /// The same operator as a general [`Op`].
-    fn as_op(&self) -> Op<T>;
-}
+pub trait LinearOperatorExt<T: Scalar, K = receiver::Shared>: Sized {
+    /// The operator as a shared [`LinOp`] (moved into an `Arc`, or the handle cloned).
+    fn into_linop(self) -> LinOp<T>;
 
-impl<T: Scalar> LinearOperatorExt<T> for LinOp<T> {
-    fn compose(&self, right: &LinOp<T>) -> Result<LinOp<T>> {
-        Ok(Arc::new(Composition::new(self.clone(), right.clone())?))
-    }
-    fn plus(&self, other: &LinOp<T>) -> Result<LinOp<T>> {
-        Ok(Arc::new(OperatorSum::sum(self.clone(), other.clone())?))
-    }
-    fn minus(&self, other: &LinOp<T>) -> Result<LinOp<T>> {
-        Ok(Arc::new(OperatorSum::difference(
-            self.clone(),
-            other.clone(),
+    /// `self ∘ right`.
+    fn compose<K2>(self, right: impl LinearOperatorExt<T, K2>) -> Result<LinOp<T>> {
+        Ok(Arc::new(Composition::new(
+            self.into_linop(),
+            right.into_linop(),
         )?))
     }
-    fn scaled(&self, c: T) -> LinOp<T> {
-        Arc::new(ScalarMultiple::left(c, self.clone()))
+    /// `self + other`.
+    fn plus<K2>(self, other: impl LinearOperatorExt<T, K2>) -> Result<LinOp<T>> {
+        Ok(Arc::new(OperatorSum::sum(
+            self.into_linop(),
+            other.into_linop(),
+        )?))
     }
-    fn neg(&self) -> LinOp<T> {
-        self.scaled(-T::one())
+    /// `self - other`.
+    fn minus<K2>(self, other: impl LinearOperatorExt<T, K2>) -> Result<LinOp<T>> {
+        Ok(Arc::new(OperatorSum::difference(
+            self.into_linop(),
+            other.into_linop(),
+        )?))
     }
-    fn as_op(&self) -> Op<T> {
+    /// `c · self`; errors unless `c` is finite.
+    fn scaled(self, c: T) -> Result<LinOp<T>> {
+        Ok(Arc::new(ScalarMultiple::left(c, self.into_linop())?))
+    }
+    /// `-self`.
+    fn neg(self) -> LinOp<T> {
+        Arc::new(ScalarMultiple {
+            op: self.into_linop(),
+            scalar: -T::one(),
+            right: false,
+            tmp: None,
+        })
+    }
+    /// The same operator as a general [`Op`], whose [`Operator::is_linear`] is `true`.
+    // The name predates the owned receivers; on a `&LinOp` it borrows, as `as_*` suggests.
+    #[allow(clippy::wrong_self_convention)]
+    fn as_op(self) -> Op<T> {
+        Arc::new(AsGeneral(self.into_linop()))
+    }
+}
+
+impl<T: Scalar, O: LinearOperator<T> + 'static> LinearOperatorExt<T, receiver::Owned> for O {
+    fn into_linop(self) -> LinOp<T> {
+        Arc::new(self)
+    }
+}
+
+impl<T: Scalar> LinearOperatorExt<T, receiver::Shared> for &LinOp<T> {
+    fn into_linop(self) -> LinOp<T> {
         self.clone()
+    }
+}
+
+/// A linear operator seen as a general one: forwards everything, and says it is linear.
+struct AsGeneral<T: Scalar>(LinOp<T>);
+
+impl<T: Scalar> Operator<T> for AsGeneral<T> {
+    fn domain(&self) -> &Space<T> {
+        self.0.domain()
+    }
+    fn range(&self) -> &Space<T> {
+        self.0.range()
+    }
+    fn evaluate(&self, x: &Element<T>, out: &mut Element<T>) -> Result<()> {
+        self.0.evaluate(x, out)
+    }
+    fn is_linear(&self) -> bool {
+        true
+    }
+    fn name(&self) -> String {
+        self.0.name()
+    }
+    fn apply_into(&self, x: &Element<T>, out: &mut Element<T>) -> Result<()> {
+        self.0.apply_into(x, out)
     }
 }

@@ -4,7 +4,22 @@
 //! An operator knows its domain and range; `apply_into` checks that the input and output belong
 //! to them and then calls the implementation. Operators are shared as `Arc<dyn Operator<T>>`
 //! ([`Op`]) or `Arc<dyn LinearOperator<T>>` ([`LinOp`]) so that pipelines can be assembled at run
-//! time; the algebra ([`OperatorExt`], [`LinearOperatorExt`]) builds new operators from them.
+//! time; the algebra ([`OperatorExt`], [`LinearOperatorExt`]) builds new operators from them,
+//! from shared and (for linear operators) concrete ones alike.
+//!
+//! ```
+//! use rodl::{check_adjoint, uniform_discr, Gradient, LinOp, LinearOperatorExt, Operator};
+//!
+//! let space = uniform_discr::<f64>(&[-1.0, -1.0], &[1.0, 1.0], &[32, 32])?;
+//! let grad: LinOp<f64> = Gradient::new(space.clone())?.into_linop();
+//! let op = grad.adjoint()?.compose(&grad)?.neg(); // −∇*∇ = div ∘ grad
+//! assert!(op.is_linear());
+//! assert!(check_adjoint(op.as_ref(), 3, 7)?.max_rel_error < 1e-12);
+//! // The same from concrete operators, without `Arc::new`:
+//! let scaled = Gradient::new(space.clone())?.scaled(0.5)?;
+//! assert_eq!(scaled.range(), grad.range());
+//! # Ok::<(), rodl::Error>(())
+//! ```
 
 mod algebra;
 pub mod default;
@@ -15,7 +30,9 @@ mod scratch;
 
 use std::sync::{Arc, OnceLock};
 
-pub use algebra::{Composition, LinearOperatorExt, OperatorExt, OperatorSum, ScalarMultiple};
+pub use algebra::{
+    receiver, Composition, LinearOperatorExt, OperatorExt, OperatorSum, ScalarMultiple,
+};
 pub use opnorm::power_method_opnorm;
 pub(crate) use pair::forward_backward_pair;
 pub use product::{
@@ -64,7 +81,15 @@ pub trait Operator<T: Scalar>: Send + Sync {
     /// belongs to the domain and `out` to the range; `out` may hold anything on entry.
     fn evaluate(&self, x: &Element<T>, out: &mut Element<T>) -> Result<()>;
 
-    /// Whether the operator is linear.
+    /// Whether the operator is linear, as seen through a general [`Op`].
+    ///
+    /// Implementors of [`LinearOperator`] need not override it: everything that needs a linear
+    /// operator takes a [`LinearOperator`] ([`check_adjoint`](crate::check_adjoint), the
+    /// algebra of [`LinOp`]s, linear factories, the solvers), so the trait implementation is what
+    /// makes an operator linear, and composites built from [`LinOp`]s report `true` whatever
+    /// their parts say. The flag only matters for an operator held as a general [`Op`] (use
+    /// [`LinearOperatorExt::as_op`] to turn a linear operator into one that keeps saying `true`).
+    /// The default is `false`.
     fn is_linear(&self) -> bool {
         false
     }
@@ -96,6 +121,31 @@ pub trait Operator<T: Scalar>: Send + Sync {
 ///
 /// The adjoint is taken with respect to the (weighted) inner products of domain and range:
 /// `⟨A x, y⟩_range = ⟨x, A* y⟩_domain`. The adjoint of the adjoint acts as the original.
+///
+/// Implementing this trait is what makes an operator linear: there is no flag to set (see
+/// [`Operator::is_linear`]).
+///
+/// ```
+/// use std::sync::Arc;
+/// use rodl::{check_adjoint, rn, Element, LinOp, LinearOperator, Operator, Result, Space};
+///
+/// /// x ↦ 3x, with no `is_linear` override.
+/// struct Triple(Space<f64>);
+/// impl Operator<f64> for Triple {
+///     fn domain(&self) -> &Space<f64> { &self.0 }
+///     fn range(&self) -> &Space<f64> { &self.0 }
+///     fn evaluate(&self, x: &Element<f64>, out: &mut Element<f64>) -> Result<()> {
+///         self.0.scaled(3.0, x, out)
+///     }
+/// }
+/// impl LinearOperator<f64> for Triple {
+///     fn adjoint(&self) -> Result<LinOp<f64>> { Ok(Arc::new(Triple(self.0.clone()))) }
+/// }
+/// let op = Triple(rn(&[4])?);
+/// assert!(check_adjoint(&op, 2, 0)?.max_rel_error < 1e-15);
+/// assert!((op.norm_estimate_with(20, 1e-6)? - 3.0).abs() < 1e-12);
+/// # Ok::<(), rodl::Error>(())
+/// ```
 pub trait LinearOperator<T: Scalar>: Operator<T> {
     /// The adjoint operator, from the range back to the domain.
     fn adjoint(&self) -> Result<LinOp<T>>;
@@ -106,19 +156,80 @@ pub trait LinearOperator<T: Scalar>: Operator<T> {
         None
     }
 
-    /// An estimate of the operator norm ‖A‖ by power iteration on A*A (cached when
-    /// [`LinearOperator::norm_cache`] gives a cache).
+    /// An estimate of the operator norm ‖A‖: [`LinearOperator::norm_estimate_with`] with
+    /// [`NORM_ESTIMATE_ITERATIONS`] (100) iterations and relative tolerance
+    /// [`NORM_ESTIMATE_RTOL`] (1e-7), cached when [`LinearOperator::norm_cache`] gives a cache.
+    ///
+    /// Cost: up to 100 forward and 100 adjoint applications on the first call — for a large
+    /// operator (a 3D ray transform) that is as long as 100 iterations of a solver. Operators
+    /// whose norm is known (identity, scalings, projections, scalar multiples of those) return it
+    /// without iterating. Pass the iteration count and tolerance yourself with
+    /// [`LinearOperator::norm_estimate_with`], or give a known norm where a solver or check
+    /// accepts one.
     fn norm_estimate(&self) -> Result<f64> {
         if let Some(c) = self.norm_cache().and_then(|c| c.0.get()) {
             return Ok(*c);
         }
-        let adj = self.adjoint()?;
-        let v = power_method_opnorm(self, adj.as_ref(), 100, 1e-7, 0x5eed)?;
+        let v = self.norm_estimate_with(NORM_ESTIMATE_ITERATIONS, NORM_ESTIMATE_RTOL)?;
         if let Some(c) = self.norm_cache() {
             let _ = c.0.set(v);
         }
         Ok(v)
     }
+
+    /// An estimate of the operator norm ‖A‖ by at most `max_iter` power iterations on A*A
+    /// ([`power_method_opnorm`], from a fixed seed), stopping early when the estimate changes by
+    /// less than `rtol` (relative). The estimate approaches ‖A‖ from below.
+    ///
+    /// Cost: each iteration applies the operator once and its adjoint once. Not cached (it
+    /// neither reads nor fills [`LinearOperator::norm_cache`]), so a quick rough estimate does
+    /// not replace the accurate one of [`LinearOperator::norm_estimate`].
+    ///
+    /// ```
+    /// use rodl::{uniform_discr, Gradient, LinearOperator};
+    /// let grad = Gradient::new(uniform_discr::<f64>(&[0.0, 0.0], &[1.0, 1.0], &[64, 64])?)?;
+    /// let rough = grad.norm_estimate_with(10, 1e-3)?; // 10 forward + 10 adjoint applications
+    /// assert!(rough > 0.0 && rough <= grad.norm_estimate()? * (1.0 + 1e-12));
+    /// # Ok::<(), rodl::Error>(())
+    /// ```
+    fn norm_estimate_with(&self, max_iter: usize, rtol: f64) -> Result<f64> {
+        let adj = self.adjoint()?;
+        power_method_opnorm(self, adj.as_ref(), max_iter, rtol, 0x5eed)
+    }
+}
+
+/// The number of power iterations of [`LinearOperator::norm_estimate`].
+pub const NORM_ESTIMATE_ITERATIONS: usize = 100;
+/// The relative tolerance of [`LinearOperator::norm_estimate`].
+pub const NORM_ESTIMATE_RTOL: f64 = 1e-7;
+
+/// The kinds of shared operator that the algebra's composites hold: `dyn Operator<T>` (linear
+/// when its [`Operator::is_linear`] says so) and `dyn LinearOperator<T>` (linear by
+/// construction). Sealed.
+pub trait OperatorKind<T: Scalar>: Operator<T> + sealed::Sealed {
+    /// Whether an operator of this kind is linear.
+    fn kind_is_linear(&self) -> bool;
+}
+
+impl<T: Scalar> OperatorKind<T> for dyn Operator<T> {
+    fn kind_is_linear(&self) -> bool {
+        self.is_linear()
+    }
+}
+
+impl<T: Scalar> OperatorKind<T> for dyn LinearOperator<T> {
+    fn kind_is_linear(&self) -> bool {
+        true
+    }
+}
+
+mod sealed {
+    use super::{LinearOperator, Operator};
+    use crate::Scalar;
+
+    pub trait Sealed {}
+    impl<T: Scalar> Sealed for dyn Operator<T> {}
+    impl<T: Scalar> Sealed for dyn LinearOperator<T> {}
 }
 
 /// A once-computed operator-norm estimate, stored inside an operator.

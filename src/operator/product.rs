@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::{check_same_space, LinOp, LinearOperator, NormCache, Operator, Scratch};
+use super::{check_same_space, LinOp, LinearOperator, NormCache, Operator, OperatorKind, Scratch};
 use crate::element::ElementKind;
 use crate::{Element, Error, Result, Scalar, Space};
 
@@ -104,7 +104,7 @@ impl<T: Scalar, P: ?Sized + Operator<T>> BlockOperator<T, P> {
     }
 }
 
-impl<T: Scalar, P: ?Sized + Operator<T>> Operator<T> for BlockOperator<T, P> {
+impl<T: Scalar, P: ?Sized + OperatorKind<T>> Operator<T> for BlockOperator<T, P> {
     fn domain(&self) -> &Space<T> {
         &self.domain
     }
@@ -140,7 +140,7 @@ impl<T: Scalar, P: ?Sized + Operator<T>> Operator<T> for BlockOperator<T, P> {
             .iter()
             .flatten()
             .flatten()
-            .all(|b| b.is_linear())
+            .all(|b| b.kind_is_linear())
     }
 }
 
@@ -212,7 +212,7 @@ impl<T: Scalar, P: ?Sized + Operator<T>> BroadcastOperator<T, P> {
     }
 }
 
-impl<T: Scalar, P: ?Sized + Operator<T>> Operator<T> for BroadcastOperator<T, P> {
+impl<T: Scalar, P: ?Sized + OperatorKind<T>> Operator<T> for BroadcastOperator<T, P> {
     fn domain(&self) -> &Space<T> {
         self.ops[0].domain()
     }
@@ -226,7 +226,7 @@ impl<T: Scalar, P: ?Sized + Operator<T>> Operator<T> for BroadcastOperator<T, P>
         Ok(())
     }
     fn is_linear(&self) -> bool {
-        self.ops.iter().all(|o| o.is_linear())
+        self.ops.iter().all(|o| o.kind_is_linear())
     }
 }
 
@@ -276,7 +276,7 @@ impl<T: Scalar, P: ?Sized + Operator<T>> ReductionOperator<T, P> {
     }
 }
 
-impl<T: Scalar, P: ?Sized + Operator<T>> Operator<T> for ReductionOperator<T, P> {
+impl<T: Scalar, P: ?Sized + OperatorKind<T>> Operator<T> for ReductionOperator<T, P> {
     fn domain(&self) -> &Space<T> {
         &self.domain
     }
@@ -295,7 +295,7 @@ impl<T: Scalar, P: ?Sized + Operator<T>> Operator<T> for ReductionOperator<T, P>
         Ok(())
     }
     fn is_linear(&self) -> bool {
-        self.ops.iter().all(|o| o.is_linear())
+        self.ops.iter().all(|o| o.kind_is_linear())
     }
 }
 

@@ -219,7 +219,7 @@ pub fn pdhg_tv<T: Scalar>(
     let a: LinOp<T> = problem.op.clone();
     let grad: LinOp<T> = Arc::new(Gradient::new(space.clone())?);
     let mu = bounds.ray / bounds.grad;
-    let k: LinOp<T> = Arc::new(BroadcastOperator::new(vec![a, grad.scaled(T::of(mu))])?);
+    let k: LinOp<T> = Arc::new(BroadcastOperator::new(vec![a, grad.scaled(T::of(mu))?])?);
     let tv: Func<T> = Arc::new(GroupL1Norm::new(grad.range().clone())?);
     let g = SeparableSum::new(vec![problem.data_fit()?, tv.scaled_or_zero(lambda / mu)?])?;
     let f = IndicatorNonnegativity::new(space);

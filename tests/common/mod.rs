@@ -221,11 +221,16 @@ pub fn algebra_ops<T: Scalar>(
             lap.minus(&div.compose(&grad).unwrap()).unwrap(),
         ),
         ("mul − mul".into(), mul.minus(&mul).unwrap()),
-        ("c · grad".into(), grad.scaled(c)),
+        ("c · grad".into(), grad.scaled(c).unwrap()),
         ("−lap".into(), lap.neg()),
         (
             "c · (mul ∘ mul + id)".into(),
-            mul.compose(&mul).unwrap().plus(&id).unwrap().scaled(c),
+            mul.compose(&mul)
+                .unwrap()
+                .plus(&id)
+                .unwrap()
+                .scaled(c)
+                .unwrap(),
         ),
         ("grad*".into(), grad.adjoint().unwrap()),
         (

@@ -46,6 +46,7 @@
 
 use std::sync::Arc;
 
+use crate::operator::receiver;
 use crate::{Element, Error, LinOp, Result, Scalar, Space};
 
 mod composition;
@@ -130,39 +131,64 @@ pub trait Functional<T: Scalar>: Send + Sync {
     }
 }
 
-/// Builders of new functionals from a shared one (ODL's functional arithmetic).
-pub trait FunctionalExt<T: Scalar> {
+/// Builders of new functionals (ODL's functional arithmetic).
+///
+/// Implemented for concrete functionals, which move into the result
+/// (`L2NormSquared::new(r).translated(d)?.scaled(0.5)?`), and for shared ones, `&Func<T>`, which
+/// are cloned (`f.scaled(2.0)?` with `f: Func<T>` leaves `f` usable). The second parameter,
+/// [`receiver::Owned`] or [`receiver::Shared`], tells the two apart and is always inferred.
+///
+/// ```
+/// use rodl::rn;
+/// use rodl::solvers::functional::{Functional, FunctionalExt, L2NormSquared};
+/// let r = rn::<f64>(&[2])?;
+/// let d = r.element_from_vec(vec![1.0, 2.0])?;
+/// let data_term = L2NormSquared::new(r.clone()).translated(d)?.scaled(0.5)?; // ½‖x − d‖²
+/// assert_eq!(data_term.value(&r.zero()?)?, 2.5);
+/// # Ok::<(), rodl::Error>(())
+/// ```
+pub trait FunctionalExt<T: Scalar, K = receiver::Shared>: Sized {
+    /// The functional as a shared [`Func`] (moved into an `Arc`, or the handle cloned).
+    fn into_func(self) -> Func<T>;
+
     /// `x ↦ f(x − a)` ([`Translation`]).
-    fn translated(&self, a: Element<T>) -> Result<Func<T>>;
-    /// `x ↦ a f(x)` for `a > 0` ([`LeftScalarMult`]).
-    fn scaled(&self, a: f64) -> Result<Func<T>>;
+    fn translated(self, a: Element<T>) -> Result<Func<T>> {
+        Ok(Arc::new(Translation::new(self.into_func(), a)?))
+    }
+    /// `x ↦ a f(x)` for `a > 0` ([`LeftScalarMult`]); errors unless `a` is finite and positive.
+    fn scaled(self, a: f64) -> Result<Func<T>> {
+        Ok(Arc::new(LeftScalarMult::new(self.into_func(), a)?))
+    }
     /// `x ↦ f(a x)` for `a ≠ 0` ([`RightScalarMult`]).
-    fn scaled_argument(&self, a: f64) -> Result<Func<T>>;
+    fn scaled_argument(self, a: f64) -> Result<Func<T>> {
+        Ok(Arc::new(RightScalarMult::new(self.into_func(), a)?))
+    }
     /// `x ↦ f(x) + a ‖x‖² + ⟨u, x⟩` for `a ≥ 0` ([`QuadraticPerturbation`]).
-    fn perturbed(&self, a: f64, u: Option<Element<T>>) -> Result<Func<T>>;
+    fn perturbed(self, a: f64, u: Option<Element<T>>) -> Result<Func<T>> {
+        Ok(Arc::new(QuadraticPerturbation::new(
+            self.into_func(),
+            a,
+            u,
+        )?))
+    }
     /// `x ↦ f(A x)` for a linear operator `A` ([`FunctionalComposition`]).
-    fn compose(&self, op: LinOp<T>) -> Result<Func<T>>;
+    fn compose(self, op: LinOp<T>) -> Result<Func<T>> {
+        Ok(Arc::new(FunctionalComposition::new(self.into_func(), op)?))
+    }
     /// The Moreau envelope `x ↦ min_z f(z) + ‖x − z‖²/(2μ)` ([`MoreauEnvelope`]).
-    fn moreau_envelope(&self, mu: f64) -> Result<Func<T>>;
+    fn moreau_envelope(self, mu: f64) -> Result<Func<T>> {
+        Ok(Arc::new(MoreauEnvelope::new(self.into_func(), mu)?))
+    }
 }
 
-impl<T: Scalar> FunctionalExt<T> for Func<T> {
-    fn translated(&self, a: Element<T>) -> Result<Func<T>> {
-        Ok(Arc::new(Translation::new(self.clone(), a)?))
+impl<T: Scalar, F: Functional<T> + 'static> FunctionalExt<T, receiver::Owned> for F {
+    fn into_func(self) -> Func<T> {
+        Arc::new(self)
     }
-    fn scaled(&self, a: f64) -> Result<Func<T>> {
-        Ok(Arc::new(LeftScalarMult::new(self.clone(), a)?))
-    }
-    fn scaled_argument(&self, a: f64) -> Result<Func<T>> {
-        Ok(Arc::new(RightScalarMult::new(self.clone(), a)?))
-    }
-    fn perturbed(&self, a: f64, u: Option<Element<T>>) -> Result<Func<T>> {
-        Ok(Arc::new(QuadraticPerturbation::new(self.clone(), a, u)?))
-    }
-    fn compose(&self, op: LinOp<T>) -> Result<Func<T>> {
-        Ok(Arc::new(FunctionalComposition::new(self.clone(), op)?))
-    }
-    fn moreau_envelope(&self, mu: f64) -> Result<Func<T>> {
-        Ok(Arc::new(MoreauEnvelope::new(self.clone(), mu)?))
+}
+
+impl<T: Scalar> FunctionalExt<T, receiver::Shared> for &Func<T> {
+    fn into_func(self) -> Func<T> {
+        self.clone()
     }
 }
