@@ -110,7 +110,11 @@ fn compare_shifted(case: &str, shift: f64) -> Cmp {
 /// Returns (forward, adjoint, low-passed adjoint, adjoint scale ratio, low-passed forward).
 fn compare_parts(case: &str, shift: f64) -> (f64, f64, f64, f64, f64) {
     let json = data(&format!("{case}.json"));
-    assert!(json.exists(), "missing ODL reference file {}", json.display());
+    assert!(
+        json.exists(),
+        "missing ODL reference file {}",
+        json.display()
+    );
     let mut spec = TomoSpec::from_file(json).unwrap();
     if let Some(a) = spec.geometry.angles.as_mut() {
         a.min += shift;
@@ -181,7 +185,10 @@ fn fanflat_bounds_catch_a_small_angle_shift() {
     for shift in [0.01, -0.01] {
         let c = compare_shifted("fan2d_64", shift);
         assert!(!fan_ok(&c), "shift {shift}: {c:?}");
-        assert!(c.f > 3.9e-2 && c.flp > 1.95e-2 && c.lp > 7.8e-2, "shift {shift}: {c:?}");
+        assert!(
+            c.f > 3.9e-2 && c.flp > 1.95e-2 && c.lp > 7.8e-2,
+            "shift {shift}: {c:?}"
+        );
     }
 }
 
