@@ -22,7 +22,7 @@ fn check(cases: &[Case], what: &str) {
             "{what} case {k:2} vol {:?} data {:?}: forward {:.2e}, transpose {:.2e}",
             o.shape, o.data_shape, o.fwd.worst, o.adj.worst
         );
-        if o.fwd.worst > TOL {
+        if o.fwd.worst.is_nan() || o.fwd.worst > TOL {
             fails.push(format!(
                 "case {k} {c:?}: forward entry {:?} off by {:.3e} of max {:.3e}",
                 unravel(o.fwd.at, &o.data_shape),
@@ -30,7 +30,7 @@ fn check(cases: &[Case], what: &str) {
                 o.fwd.max_ref
             ));
         }
-        if o.adj.worst > TOL {
+        if o.adj.worst.is_nan() || o.adj.worst > TOL {
             fails.push(format!(
                 "case {k} {c:?}: transpose voxel {:?} off by {:.3e} of max {:.3e}",
                 unravel(o.adj.at, &o.shape),

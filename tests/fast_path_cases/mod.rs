@@ -395,7 +395,8 @@ pub fn spread(got: &[f64], want: &[f64]) -> Spread {
     let mut at = 0;
     for (i, (g, w)) in got.iter().zip(want).enumerate() {
         let e = (g - w).abs();
-        if !(e <= worst) {
+        // NaN counts as the worst error.
+        if e > worst || e.is_nan() {
             worst = e;
             at = i;
         }
