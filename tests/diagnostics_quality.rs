@@ -269,7 +269,9 @@ fn quality_arguments_are_checked() {
         ssim(&space, &r, &x, None),
         Err(Error::InvalidArgument(_))
     ));
-    assert!(psnr(&space, &r, &x, Some(1.0)).is_ok());
+    // MSE = mean((k − 1)², k < 256) = 21463.5 with range 1: 10·log10(1 / 21463.5).
+    let p = psnr(&space, &r, &x, Some(1.0)).unwrap();
+    assert!((p - 10.0 * (1.0f64 / 21463.5).log10()).abs() < 1e-9, "{p}");
     for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
         assert!(matches!(
             psnr(&space, &x, &r, Some(bad)),

@@ -267,7 +267,8 @@ fn other_product_construction_errors() {
     assert!(PointwiseNorm::new(s.clone(), 2.0).is_err());
     assert!(PointwiseNorm::new(p.clone(), 2.0).is_err());
     assert!(PointwiseNorm::new(s2.power(2).unwrap(), 2.0).is_err());
-    assert!(PointwiseNorm::new(s.power(1).unwrap(), 1.0).is_ok());
+    let n1 = PointwiseNorm::new(s.power(1).unwrap(), 1.0).unwrap();
+    assert_eq!(n1.range(), &s);
 }
 
 #[test]

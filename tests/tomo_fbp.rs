@@ -307,7 +307,9 @@ fn fan_short_scan_with_parker_weights_is_close_to_the_full_scan() {
         Err(Error::InvalidArgument(_))
     ));
     // Without them a short scan is still accepted (weighted like a full one).
-    assert!(fbp_op(&ray, &FbpOptions::default().with_parker(None)).is_ok());
+    let short = fbp_op(&ray, &FbpOptions::default().with_parker(None)).unwrap();
+    assert_eq!(short.domain(), ray.range());
+    assert_eq!(short.range(), ray.domain());
 }
 
 #[test]
@@ -397,8 +399,8 @@ fn unsupported_geometries_and_bad_options_are_errors() {
         fbp_op(&ray_h, &FbpOptions::default()),
         Err(Error::Unsupported(_))
     ));
-    assert!("Ram-Lak".parse::<FilterType>().is_ok());
-    assert!("hann".parse::<FilterType>().is_ok());
+    assert_eq!("Ram-Lak".parse::<FilterType>().unwrap(), FilterType::RamLak);
+    assert_eq!("hann".parse::<FilterType>().unwrap(), FilterType::Hann);
     assert!(matches!(
         "sinc".parse::<FilterType>(),
         Err(Error::InvalidArgument(_))
@@ -474,4 +476,129 @@ fn cone_short_scan_with_parker_weights_is_close_to_the_full_scan() {
         assert!(err < err_full + bound, "|z| < {zmax}: {err} vs {err_full}");
     }
     assert!((mean - 1.0).abs() < 0.02, "{mean}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The filters' frequency responses against their formulas.
+
+/// ODL's windows (`odl.tomo.analytic.filtered_back_projection._fbp_filter`), written from their
+/// definitions: `ν` the frequency over Nyquist, `s` the frequency scaling, `0` beyond `s`.
+fn odl_window(f: FilterType, nu: f64, s: f64) -> f64 {
+    if nu > s {
+        return 0.0;
+    }
+    let x = nu / s;
+    let sinc = |t: f64| {
+        if t == 0.0 {
+            1.0
+        } else {
+            (PI * t).sin() / (PI * t)
+        }
+    };
+    match f {
+        FilterType::RamLak => 1.0,
+        FilterType::SheppLogan => sinc(x / 2.0),
+        FilterType::Cosine => (PI * x / 2.0).cos(),
+        FilterType::Hamming => 0.54 + 0.46 * (PI * x).cos(),
+        FilterType::Hann => (PI * x / 2.0).cos().powi(2),
+    }
+}
+
+/// Response of the circular (unpadded) parallel-beam filter at detector frequency `k` (cycles
+/// per row of `n` pixels): every row of the data is `cos(2πki/n)`, an eigenvector of a
+/// circular even convolution. Returns the eigenvalue and the relative residual.
+fn filter_response(f: FilterType, s: f64, n: usize, k: usize) -> (f64, f64) {
+    let g = Geometry::parallel_2d(&part(0.0, PI, 3), &part(-1.5, 1.5, n)).unwrap();
+    let data = Space::<f64>::from_partition(g.data_partition().clone());
+    let opts = FbpOptions::new(f)
+        .with_frequency_scaling(s)
+        .with_padding(false)
+        .with_parker(None);
+    let filter = FbpFilter::new(data.clone(), &g, &opts).unwrap();
+    let row: Vec<f64> = (0..n)
+        .map(|i| (2.0 * PI * (k * i) as f64 / n as f64).cos())
+        .collect();
+    let input: Vec<f64> = (0..3).flat_map(|_| row.clone()).collect();
+    let out = filter
+        .apply(&data.element_from_vec(input.clone()).unwrap())
+        .unwrap();
+    let out = out.as_slice().unwrap();
+    let cc: f64 = input.iter().map(|c| c * c).sum();
+    let h = out.iter().zip(&input).map(|(o, c)| o * c).sum::<f64>() / cc;
+    let res = out
+        .iter()
+        .zip(&input)
+        .map(|(o, c)| (o - h * c).powi(2))
+        .sum::<f64>()
+        .sqrt();
+    let norm = out.iter().map(|o| o * o).sum::<f64>().sqrt();
+    (h, if norm > 0.0 { res / norm } else { res })
+}
+
+/// The band-limited ramp's samples (`t₀ = π/(2Δu)`, `t_m = −2/(π m² Δu)` for odd `m`, 0 for
+/// even `m ≠ 0`) over one period of `n` samples, transformed at frequency `k`.
+fn ramp_dft(n: usize, du: f64, k: usize) -> f64 {
+    (0..n)
+        .map(|j| {
+            let m = if j <= n / 2 {
+                j as f64
+            } else {
+                j as f64 - n as f64
+            };
+            let t = if j == 0 {
+                PI / (2.0 * du)
+            } else if (m as i64) % 2 != 0 {
+                -2.0 / (PI * m * m * du)
+            } else {
+                0.0
+            };
+            t * (2.0 * PI * k as f64 * m / n as f64).cos()
+        })
+        .sum()
+}
+
+#[test]
+fn filter_frequency_responses_match_their_formulas() {
+    let n = 64;
+    let du = 3.0 / n as f64;
+    let ks = [1, 3, 8, 13, 19, 24, 30, 32];
+    // Ram-Lak: the sampled ramp's spectrum up to one constant factor, ≈ |ξ| = 2πk/(nΔu).
+    let (h1, _) = filter_response(FilterType::RamLak, 1.0, n, 8);
+    let c = h1 / ramp_dft(n, du, 8);
+    assert!(c > 0.0, "{c}");
+    for &k in &ks {
+        let (h, res) = filter_response(FilterType::RamLak, 1.0, n, k);
+        let want = c * ramp_dft(n, du, k);
+        assert!(res < 1e-12, "Ram-Lak k = {k}: not an eigenvector ({res:e})");
+        assert!(
+            (h - want).abs() <= 1e-12 * want.abs(),
+            "Ram-Lak k = {k}: {h} vs {want}"
+        );
+        let xi = 2.0 * PI * k as f64 / (n as f64 * du);
+        let ramp = c * xi;
+        assert!(
+            (h - ramp).abs() <= 0.05 * ramp,
+            "Ram-Lak k = {k}: {h} vs |ξ| {ramp}"
+        );
+    }
+    // Every window: the ratio to Ram-Lak at each frequency, for two frequency scalings.
+    for s in [1.0, 0.6] {
+        for f in FilterType::ALL {
+            for &k in &ks {
+                let (h, res) = filter_response(f, s, n, k);
+                let (r, _) = filter_response(FilterType::RamLak, 1.0, n, k);
+                let nu = 2.0 * k as f64 / n as f64;
+                let want = odl_window(f, nu, s);
+                assert!(
+                    res * h.abs() <= 1e-12 * r.abs(),
+                    "{f} s = {s} k = {k}: residual {res:e}"
+                );
+                assert!(
+                    (h / r - want).abs() <= 1e-12,
+                    "{f} s = {s} k = {k} (ν = {nu}): window {} vs {want}",
+                    h / r
+                );
+            }
+        }
+    }
 }

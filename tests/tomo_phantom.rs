@@ -397,3 +397,233 @@ fn ray_transform_of_shepp_logan_converges_to_exact_projections() {
     // The 3D skull is thinner than a 48³ voxel, hence the larger figures than in 2D.
     assert!(e48 < 0.6 * e24 && e48 < 0.15, "{e24} {e48}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Shepp–Logan against ODL's published parameters (odl/phantom/transmission.py)
+// ---------------------------------------------------------------------------------------------
+
+/// ODL's `_shepp_logan_ellipse_2d()`: value, semi-axes x and y, centre x and y, rotation.
+fn odl_ellipses_2d() -> [[f64; 6]; 10] {
+    let r18 = 18f64.to_radians();
+    [
+        [2.00, 0.6900, 0.9200, 0.0000, 0.0000, 0.0],
+        [-0.98, 0.6624, 0.8740, 0.0000, -0.0184, 0.0],
+        [-0.02, 0.1100, 0.3100, 0.2200, 0.0000, -r18],
+        [-0.02, 0.1600, 0.4100, -0.2200, 0.0000, r18],
+        [0.01, 0.2100, 0.2500, 0.0000, 0.3500, 0.0],
+        [0.01, 0.0460, 0.0460, 0.0000, 0.1000, 0.0],
+        [0.01, 0.0460, 0.0460, 0.0000, -0.1000, 0.0],
+        [0.01, 0.0460, 0.0230, -0.0800, -0.6050, 0.0],
+        [0.01, 0.0230, 0.0230, 0.0000, -0.6060, 0.0],
+        [0.01, 0.0230, 0.0460, 0.0600, -0.6050, 0.0],
+    ]
+}
+
+/// ODL's `_shepp_logan_ellipsoids_3d()`: value, semi-axes x, y, z, centre x, y, z, Euler angles.
+fn odl_ellipsoids_3d() -> [[f64; 10]; 10] {
+    let r18 = 18f64.to_radians();
+    [
+        [
+            2.00, 0.6900, 0.9200, 0.810, 0.0000, 0.0000, 0.0, 0.0, 0.0, 0.0,
+        ],
+        [
+            -0.98, 0.6624, 0.8740, 0.780, 0.0000, -0.0184, 0.0, 0.0, 0.0, 0.0,
+        ],
+        [
+            -0.02, 0.1100, 0.3100, 0.220, 0.2200, 0.0000, 0.0, -r18, 0.0, 0.0,
+        ],
+        [
+            -0.02, 0.1600, 0.4100, 0.280, -0.2200, 0.0000, 0.0, r18, 0.0, 0.0,
+        ],
+        [
+            0.01, 0.2100, 0.2500, 0.410, 0.0000, 0.3500, 0.0, 0.0, 0.0, 0.0,
+        ],
+        [
+            0.01, 0.0460, 0.0460, 0.050, 0.0000, 0.1000, 0.0, 0.0, 0.0, 0.0,
+        ],
+        [
+            0.01, 0.0460, 0.0460, 0.050, 0.0000, -0.1000, 0.0, 0.0, 0.0, 0.0,
+        ],
+        [
+            0.01, 0.0460, 0.0230, 0.050, -0.0800, -0.6050, 0.0, 0.0, 0.0, 0.0,
+        ],
+        [
+            0.01, 0.0230, 0.0230, 0.020, 0.0000, -0.6060, 0.0, 0.0, 0.0, 0.0,
+        ],
+        [
+            0.01, 0.0230, 0.0460, 0.020, 0.0600, -0.6050, 0.0, 0.0, 0.0, 0.0,
+        ],
+    ]
+}
+
+/// ODL's `_modified_shepp_logan_ellipsoids` intensities (the two −0.2 get `+5e-17`).
+fn odl_modified_values() -> [f64; 10] {
+    [
+        1.0,
+        -0.8,
+        -0.2 + 5e-17,
+        -0.2 + 5e-17,
+        0.1,
+        0.1,
+        0.1,
+        0.1,
+        0.1,
+        0.1,
+    ]
+}
+
+#[test]
+fn shepp_logan_tables_are_odls_entry_by_entry() {
+    for modified in [false, true] {
+        let ours = shepp_logan_ellipses(modified);
+        let odl = odl_ellipses_2d();
+        assert_eq!(ours.len(), odl.len());
+        for (k, (e, p)) in ours.iter().zip(&odl).enumerate() {
+            let v = if modified {
+                odl_modified_values()[k]
+            } else {
+                p[0]
+            };
+            let got = [
+                e.value,
+                e.axes[0],
+                e.axes[1],
+                e.center[0],
+                e.center[1],
+                e.rotation,
+            ];
+            let want = [v, p[1], p[2], p[3], p[4], p[5]];
+            assert_eq!(got, want, "2D ellipse {k} (modified {modified})");
+        }
+        let ours = shepp_logan_ellipsoids(modified);
+        let odl = odl_ellipsoids_3d();
+        assert_eq!(ours.len(), odl.len());
+        for (k, (e, p)) in ours.iter().zip(&odl).enumerate() {
+            let v = if modified {
+                odl_modified_values()[k]
+            } else {
+                p[0]
+            };
+            let mut got = vec![e.value];
+            got.extend(e.axes);
+            got.extend(e.center);
+            got.extend(e.angles);
+            let mut want = p.to_vec();
+            want[0] = v;
+            assert_eq!(got, want, "3D ellipsoid {k} (modified {modified})");
+        }
+    }
+}
+
+/// The phantom by ODL's recipe, written from its description: sample points (cell midpoints)
+/// mapped to `[-1, 1]` per axis by the first and last sample, a point inside an ellipse when
+/// `|Rᵀ(p − c)|²` in the semi-axes' units is at most 1 (rotation counter-clockwise), values
+/// added in table order. Returns the phantom and, per sample, the smallest `|r − 1|` over the
+/// ellipses (a sample within rounding of an ellipse's border may fall either way).
+fn odl_recipe_2d(
+    n: [usize; 2],
+    lo: [f64; 2],
+    hi: [f64; 2],
+    modified: bool,
+) -> (Vec<f64>, Vec<f64>) {
+    let h = [0, 1].map(|i| (hi[i] - lo[i]) / n[i] as f64);
+    let first = [0, 1].map(|i| lo[i] + 0.5 * h[i]);
+    let last = [0, 1].map(|i| hi[i] - 0.5 * h[i]);
+    let table = odl_ellipses_2d();
+    let mut out = vec![0.0; n[0] * n[1]];
+    let mut margin = vec![f64::INFINITY; n[0] * n[1]];
+    for i in 0..n[0] {
+        for j in 0..n[1] {
+            let pt = [first[0] + i as f64 * h[0], first[1] + j as f64 * h[1]];
+            let p = [0, 1].map(|a| {
+                let mean = 0.5 * (first[a] + last[a]);
+                (pt[a] - mean) / (0.5 * (last[a] - first[a]))
+            });
+            for (k, e) in table.iter().enumerate() {
+                let v = if modified {
+                    odl_modified_values()[k]
+                } else {
+                    e[0]
+                };
+                let (s, c) = e[5].sin_cos();
+                let (dx, dy) = (p[0] - e[3], p[1] - e[4]);
+                let (rx, ry) = (c * dx + s * dy, -s * dx + c * dy);
+                let r = rx * rx / (e[1] * e[1]) + ry * ry / (e[2] * e[2]);
+                if r <= 1.0 {
+                    out[i * n[1] + j] += v;
+                }
+                let m = &mut margin[i * n[1] + j];
+                *m = m.min((r - 1.0).abs());
+            }
+        }
+    }
+    (out, margin)
+}
+
+/// Compares samples: equal except within rounding of an ellipse border (counted, at most a few).
+fn assert_matches_recipe(got: &[f64], want: &[f64], margin: &[f64], what: &str) {
+    assert_eq!(got.len(), want.len());
+    let mut border = 0;
+    for (k, ((g, w), m)) in got.iter().zip(want).zip(margin).enumerate() {
+        if g != w {
+            assert!(
+                *m < 1e-12,
+                "{what}: sample {k} is {g}, ODL's recipe gives {w}"
+            );
+            border += 1;
+        }
+    }
+    assert!(border <= 4, "{what}: {border} border samples differ");
+}
+
+#[test]
+fn shepp_logan_matches_odls_recipe_at_256() {
+    for modified in [true, false] {
+        for (lo, hi) in [([-1.0, -1.0], [1.0, 1.0]), ([-20.0, -10.0], [20.0, 14.0])] {
+            let space = uniform_discr::<f64>(&lo, &hi, &[256, 256]).unwrap();
+            let ours = shepp_logan(&space, modified).unwrap();
+            let (want, margin) = odl_recipe_2d([256, 256], lo, hi, modified);
+            let inside = want.iter().filter(|&&v| v != 0.0).count();
+            assert!(inside > 25_000, "{inside}");
+            assert_matches_recipe(
+                ours.as_slice().unwrap(),
+                &want,
+                &margin,
+                &format!("256² on {lo:?}..{hi:?}, modified {modified}"),
+            );
+        }
+    }
+}
+
+#[test]
+fn shepp_logan_3d_matches_odls_recipe_at_96() {
+    // The 3D ellipsoids rotate by φ about z only; ODL's Euler rotation is then the 2D one.
+    let n = [96usize, 96, 96];
+    let space = uniform_discr::<f64>(&[-1.0; 3], &[1.0; 3], &n).unwrap();
+    let ours = shepp_logan(&space, true).unwrap();
+    let h = 2.0 / 96.0;
+    let to_ref = |i: usize| (-1.0 + (i as f64 + 0.5) * h) / (1.0 - 0.5 * h);
+    let mut want = vec![0.0; n.iter().product()];
+    let mut margin = vec![f64::INFINITY; want.len()];
+    for i in 0..n[0] {
+        for j in 0..n[1] {
+            for l in 0..n[2] {
+                let p = [to_ref(i), to_ref(j), to_ref(l)];
+                let at = (i * n[1] + j) * n[2] + l;
+                for (k, e) in odl_ellipsoids_3d().iter().enumerate() {
+                    let (s, c) = e[7].sin_cos();
+                    let d = [p[0] - e[4], p[1] - e[5], p[2] - e[6]];
+                    let (rx, ry) = (c * d[0] + s * d[1], -s * d[0] + c * d[1]);
+                    let r = rx * rx / (e[1] * e[1])
+                        + ry * ry / (e[2] * e[2])
+                        + d[2] * d[2] / (e[3] * e[3]);
+                    if r <= 1.0 {
+                        want[at] += odl_modified_values()[k];
+                    }
+                    margin[at] = margin[at].min((r - 1.0).abs());
+                }
+            }
+        }
+    }
+    assert_matches_recipe(ours.as_slice().unwrap(), &want, &margin, "96³ modified");
+}
