@@ -601,10 +601,10 @@ fn pdhg_converges_with_unequal_steps() {
         let opts = PdhgOptions::new(tau, sigma);
         let mut x = p.space.zero().unwrap();
         pdhg(
+            p.grad.as_ref(),
             &mut x,
             p.f.as_ref(),
             p.g.as_ref(),
-            p.grad.as_ref(),
             2000,
             &opts,
             &mut (),
@@ -644,10 +644,10 @@ fn pdhg_iterates_follow_the_update_rules_with_unequal_steps() {
         x = x_new;
         let mut got = p.truth.try_clone().unwrap();
         pdhg(
+            p.grad.as_ref(),
             &mut got,
             p.f.as_ref(),
             p.g.as_ref(),
-            p.grad.as_ref(),
             k,
             &opts,
             &mut (),
