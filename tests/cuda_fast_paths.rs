@@ -10,9 +10,10 @@ mod fast_path_cases;
 use fast_path_cases::{cases_2d, cases_3d, random_cases, run, unravel, Case};
 use rodl::tomo::Backend;
 
-/// Largest entry error relative to the largest reference entry (the CPU `f32` fast paths
-/// measure below 4e-6; the GPU kernels compute tap positions in `f32` as well).
-const TOL: f64 = 2e-5;
+/// Largest entry error relative to the largest reference entry. Measured on an H200 over all 89
+/// cases: forward 2.8e-6, transpose 3.4e-6 (the CPU `f32` fast paths: below 4e-6); a planted
+/// detector-index bug costs at least 1e-2.
+const TOL: f64 = 8e-6;
 
 fn check(cases: &[Case], what: &str) {
     let mut fails = Vec::new();
