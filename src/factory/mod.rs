@@ -52,7 +52,7 @@ pub use handle::OperatorHandle;
 pub(crate) use space_desc::check_space;
 pub use space_desc::{SpaceDesc, SpaceDescExt};
 
-use crate::{Device, LinOp, Op, Result};
+use crate::{Device, LinOp, Op, Result, Scalar, Space};
 
 /// A factory of general operators: it builds an [`Op<T>`].
 pub type OpFactory<T> = Factory<Op<T>>;
@@ -142,6 +142,25 @@ impl<O: OperatorHandle> Factory<O> {
         F: Fn(Device) -> Result<O> + Send + Sync + 'static,
     {
         Self::assemble(domain, range, describe.into(), O::LINEAR, build)
+    }
+
+    /// The factory of `make(space)` with `space` built on the device: `make` runs once here, on
+    /// the CPU, which checks its arguments and gives the domain and range of what it builds (the
+    /// constructors of the default operators' factories).
+    pub(crate) fn on_space<T: Scalar>(
+        space: SpaceDesc,
+        describe: String,
+        make: impl Fn(Space<T>) -> Result<O> + Send + Sync + 'static,
+    ) -> Result<Self>
+    where
+        O: handle::sealed::Handle<Scalar = T>,
+    {
+        let probe = make(space.build(Device::Cpu)?)?;
+        let op = probe.operator();
+        let (domain, range) = (SpaceDesc::of(op.domain()), SpaceDesc::of(op.range()));
+        Ok(Self::from_fn(domain, range, describe, move |d| {
+            make(space.build(d)?)
+        }))
     }
 
     /// The factory of these parts; `linear`: whether what it builds is known to be linear.

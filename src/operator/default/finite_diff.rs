@@ -192,19 +192,10 @@ impl<T: Scalar> Gradient<T> {
     /// # Ok::<(), rodl::Error>(())
     /// ```
     pub fn factory(domain: crate::factory::SpaceDesc) -> Result<crate::factory::LinFactory<T>> {
-        let probe = Gradient::<T>::new(domain.build(crate::Device::Cpu)?)?;
-        let range = crate::factory::SpaceDesc::of(probe.range());
         let desc = format!("Gradient on {domain}");
-        let s = domain.clone();
-        Ok(crate::factory::Factory::from_fn(
-            domain,
-            range,
-            desc,
-            move |d| {
-                let op: LinOp<T> = Arc::new(Gradient::new(s.build(d)?)?);
-                Ok(op)
-            },
-        ))
+        crate::factory::Factory::on_space(domain, desc, |s| {
+            Ok(Arc::new(Gradient::new(s)?) as LinOp<T>)
+        })
     }
 }
 
@@ -212,36 +203,19 @@ impl<T: Scalar> Divergence<T> {
     /// The factory of the divergence into `range` (domain: its power space); errors unless
     /// `range` describes a tensor space.
     pub fn factory(range: crate::factory::SpaceDesc) -> Result<crate::factory::LinFactory<T>> {
-        let probe = Divergence::<T>::new(range.build(crate::Device::Cpu)?)?;
-        let domain = crate::factory::SpaceDesc::of(probe.domain());
         let desc = format!("Divergence into {range}");
-        let s = range.clone();
-        Ok(crate::factory::Factory::from_fn(
-            domain,
-            range,
-            desc,
-            move |d| {
-                let op: LinOp<T> = Arc::new(Divergence::new(s.build(d)?)?);
-                Ok(op)
-            },
-        ))
+        crate::factory::Factory::on_space(range, desc, |s| {
+            Ok(Arc::new(Divergence::new(s)?) as LinOp<T>)
+        })
     }
 }
 
 impl<T: Scalar> Laplacian<T> {
     /// The factory of the Laplacian on `space`; errors unless it describes a tensor space.
     pub fn factory(space: crate::factory::SpaceDesc) -> Result<crate::factory::LinFactory<T>> {
-        Laplacian::<T>::new(space.build(crate::Device::Cpu)?)?;
         let desc = format!("Laplacian on {space}");
-        let s = space.clone();
-        Ok(crate::factory::Factory::from_fn(
-            space.clone(),
-            space,
-            desc,
-            move |d| {
-                let op: LinOp<T> = Arc::new(Laplacian::new(s.build(d)?)?);
-                Ok(op)
-            },
-        ))
+        crate::factory::Factory::on_space(space, desc, |s| {
+            Ok(Arc::new(Laplacian::new(s)?) as LinOp<T>)
+        })
     }
 }

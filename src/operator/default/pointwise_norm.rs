@@ -81,19 +81,9 @@ impl<T: Scalar> PointwiseNorm<T> {
         domain: crate::factory::SpaceDesc,
         exponent: f64,
     ) -> Result<crate::factory::OpFactory<T>> {
-        let probe = PointwiseNorm::<T>::new(domain.build(crate::Device::Cpu)?, exponent)?;
-        let range = crate::factory::SpaceDesc::of(probe.range());
         let desc = format!("PointwiseNorm({exponent}) on {domain}");
-        let s = domain.clone();
-        Ok(crate::factory::Factory::from_fn(
-            domain,
-            range,
-            desc,
-            move |d| {
-                let op: crate::Op<T> =
-                    std::sync::Arc::new(PointwiseNorm::new(s.build(d)?, exponent)?);
-                Ok(op)
-            },
-        ))
+        crate::factory::Factory::on_space(domain, desc, move |s| {
+            Ok(std::sync::Arc::new(PointwiseNorm::new(s, exponent)?) as crate::Op<T>)
+        })
     }
 }
