@@ -202,7 +202,10 @@ pub struct ReconstructArgs {
     #[arg(long)]
     pub nonnegative: bool,
     /// pdhg-tv, fista-tv: the weight λ of the total variation in ½‖Ax − y‖² + λ TV(x)
-    /// (larger: smoother; it scales with the noise level and the image's values).
+    /// (larger: smoother). Both terms are integrals (weighted spaces), so λ does not change
+    /// with the grids' resolutions; it scales with the data (y → c·y: λ → c·λ) and with the
+    /// noise level. A weight λₛ of plain sums ½Σ(Ax − y)² + λₛΣ|Dx| is λₛ·w_data·h/w_volume
+    /// here (`rodl info` prints both weights). `rodl demo`: λ = 0.01.
     #[arg(long, value_name = "λ")]
     pub tv_weight: Option<f64>,
     /// Where to compute.

@@ -927,6 +927,14 @@ fn info_reports_sampling_and_coverage() {
     ] {
         assert!(text.contains(needle), "{needle:?} not in\n{text}");
     }
+    // The TV-weight conversion: w_data · h / w_volume with w_data = Δθ · Δu, w_volume = h².
+    let weights = text
+        .lines()
+        .find(|l| l.starts_with("weights:"))
+        .unwrap_or_else(|| panic!("no weights line in\n{text}"));
+    let factor: f64 = weights.rsplit(' ').nth(1).unwrap().parse().unwrap();
+    let expected = (2.0f64.to_radians() * 0.315789) * 0.3125 / (0.3125 * 0.3125);
+    assert!((factor - expected).abs() <= 1e-4 * expected, "{weights}");
     // A detector of half-width 12 sees the 20 × 20 square only where its shadow,
     // of half-width 10 (|cos θ| + |sin θ|), fits.
     let dir = TempDir::new("info");

@@ -19,6 +19,17 @@
 //!   `g = ι_{x ≥ 0}`; the step is `1/L` with `L = ‖A‖² + λ ‖∇‖² / γ`.
 //!
 //! The norms are the upper bounds of [`Bounds`], so that the step conditions hold for sure.
+//! PDHG's blocks and steps are [`PdhgOptions::balanced`]'s.
+//!
+//! **Choosing λ.** rodl's spaces are weighted (the inner products are Riemann sums), so both
+//! terms are integrals: `½ ‖A x − y‖²` over the data's angles and detector, `TV(x) = ∫ |∇x|`
+//! over the volume, with `∇` a difference quotient. Hence λ does not change when the volume or
+//! the detector is sampled more finely, and it scales with the data: `y → c y` calls for
+//! `λ → c λ` (the minimiser scales by `c`). A weight `λₛ` of the plain-sum objective
+//! `½ Σ (A x − y)² + λₛ Σ |D x|` (forward differences `D` without `1/h`, the same `A`) is
+//! `λ = λₛ · w_data · h / w_volume` here, with `w` the spaces' weights
+//! ([`Space::weight`](crate::Space::weight): `Δθ Δu (Δv)` and `hᵈ`). For scale: `rodl demo` uses
+//! λ = 0.01 for the modified Shepp–Logan phantom (values up to 1) on [-20, 20]² with 5 % noise.
 //!
 //! ```
 //! use rodl::solvers::tv::{pdhg_tv, PdhgTvOptions, TvProblem};
@@ -47,8 +58,7 @@ use crate::solvers::functional::{
 use crate::solvers::iterative::{fista, pdhg, FistaOptions, PdhgOptions, SolverInfo};
 use crate::solvers::Callback;
 use crate::{
-    BroadcastOperator, Element, Error, Gradient, LinOp, LinearOperator, LinearOperatorExt,
-    Operator, Result, Scalar,
+    BroadcastOperator, Element, Error, Gradient, LinOp, LinearOperator, Operator, Result, Scalar,
 };
 
 /// The width of FISTA's Huber smoothing, relative to the image's value scale per voxel side
@@ -216,22 +226,22 @@ pub fn pdhg_tv<T: Scalar>(
     let bounds = &problem.bounds;
     let lambda = problem.lambda;
     let space = problem.op.domain().clone();
-    let a: LinOp<T> = problem.op.clone();
     let grad: LinOp<T> = Arc::new(Gradient::new(space.clone())?);
-    let mu = bounds.ray / bounds.grad;
-    let k: LinOp<T> = Arc::new(BroadcastOperator::new(vec![a, grad.scaled(T::of(mu))?])?);
     let tv: Func<T> = Arc::new(GroupL1Norm::new(grad.range().clone())?);
+    let balanced = PdhgOptions::balanced(
+        vec![(problem.op.clone(), bounds.ray), (grad, bounds.grad)],
+        r,
+    )?;
+    let mu = balanced.factors[1];
     let g = SeparableSum::new(vec![problem.data_fit()?, tv.scaled_or_zero(lambda / mu)?])?;
     let f = IndicatorNonnegativity::new(space);
-    let k_norm = std::f64::consts::SQRT_2 * bounds.ray;
-    let (tau, sigma) = (0.99 * r.sqrt() / k_norm, 0.99 / (r.sqrt() * k_norm));
     pdhg(
-        k.as_ref(),
+        balanced.operator.as_ref(),
         x,
         &f,
         &g,
         niter,
-        &PdhgOptions::new(tau, sigma),
+        &balanced.options,
         callback,
     )
 }

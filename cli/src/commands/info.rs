@@ -84,6 +84,20 @@ pub fn describe(setup: &Setup) -> Result<Vec<String>, Failure> {
     out.push(format!(
         "data:     shape {data_shape:?} {data_axes} ({values} values)"
     ));
+    // The spaces' weights, and what turns a TV weight of plain sums into rodl's (see
+    // `rodl::solvers::tv`): λ = λₛ · w_data · h / w_volume.
+    let (w_vol, w_data) = (
+        space.cell_volume()?,
+        geometry.data_partition().cell_volume(),
+    );
+    let h = cells.iter().cloned().fold(f64::INFINITY, f64::min);
+    out.push(format!(
+        "weights:  volume {} (voxel volume), data {} (angle step × pixel size); a TV weight \
+         λₛ of plain sums is λₛ × {} here",
+        round_sig(w_vol),
+        round_sig(w_data),
+        round_sig(w_data * h / w_vol)
+    ));
 
     // Angles.
     if let Some(a) = &gspec.angles {

@@ -25,6 +25,8 @@ pub mod subsets;
 pub use subsets::RaySubsets;
 pub mod pdhg;
 pub use pdhg::{pdhg, pdhg_stepsize, pdhg_with_dual, PdhgOptions};
+mod balanced;
+pub use balanced::BalancedPdhg;
 pub mod fista;
 pub use fista::{fista, FistaOptions};
 pub mod admm;

@@ -41,7 +41,14 @@ impl PdhgOptions {
         }
     }
 
-    /// `τ = σ = 0.99 / ‖L‖` from [`pdhg_stepsize`].
+    /// `τ = σ = 0.99 / ‖L‖` from [`pdhg_stepsize`] (a norm estimate: up to 100 applications of
+    /// `L` and of `L*`).
+    ///
+    /// Plain steps suit operators whose parts have comparable norms. For a stack of blocks
+    /// whose norms differ by orders of magnitude — a ray transform next to a gradient on fine
+    /// cells — they are slow: TV-regularised cone-beam reconstruction reached 18.5 dB after 100
+    /// iterations with them and 41.3 dB with the blocks balanced and a tuned step ratio. Use
+    /// [`PdhgOptions::balanced`] there (or the ready-made [`pdhg_tv`](crate::solvers::tv::pdhg_tv)).
     pub fn for_operator<T: Scalar>(op: &dyn LinearOperator<T>) -> Result<Self> {
         let (tau, sigma) = pdhg_stepsize(op)?;
         Ok(Self::new(tau, sigma))
