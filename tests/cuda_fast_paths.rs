@@ -7,7 +7,7 @@
 
 mod fast_path_cases;
 
-use fast_path_cases::{cases_2d, cases_3d, random_cases, run, unravel, Case};
+use fast_path_cases::{cases_2d, cases_3d, random_cases, Case};
 use rodl::tomo::Backend;
 
 /// Largest entry error relative to the largest reference entry. Measured on an H200 over all 89
@@ -16,31 +16,7 @@ use rodl::tomo::Backend;
 const TOL: f64 = 8e-6;
 
 fn check(cases: &[Case], what: &str) {
-    let mut fails = Vec::new();
-    for (k, c) in cases.iter().enumerate() {
-        let o = run(c, Backend::cuda(0), 2000 + k as u64);
-        eprintln!(
-            "{what} case {k:2} vol {:?} data {:?}: forward {:.2e}, transpose {:.2e}",
-            o.shape, o.data_shape, o.fwd.worst, o.adj.worst
-        );
-        if o.fwd.worst.is_nan() || o.fwd.worst > TOL {
-            fails.push(format!(
-                "case {k} {c:?}: forward entry {:?} off by {:.3e} of max {:.3e}",
-                unravel(o.fwd.at, &o.data_shape),
-                o.fwd.worst,
-                o.fwd.max_ref
-            ));
-        }
-        if o.adj.worst.is_nan() || o.adj.worst > TOL {
-            fails.push(format!(
-                "case {k} {c:?}: transpose voxel {:?} off by {:.3e} of max {:.3e}",
-                unravel(o.adj.at, &o.shape),
-                o.adj.worst,
-                o.adj.max_ref
-            ));
-        }
-    }
-    assert!(fails.is_empty(), "{}", fails.join("\n"));
+    fast_path_cases::check(cases, Backend::cuda(0), 2000, TOL, what);
 }
 
 #[test]

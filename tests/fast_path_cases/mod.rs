@@ -476,3 +476,38 @@ pub fn unravel(mut i: usize, shape: &[usize]) -> Vec<usize> {
     }
     idx
 }
+
+/// Runs every case with `backend` (inputs seeded `seed_base + k`), prints each case's worst
+/// entries and the overall worst, and fails listing every case whose forward or transpose is
+/// off by more than `tol` (or NaN).
+pub fn check(cases: &[Case], backend: Backend, seed_base: u64, tol: f64, what: &str) {
+    let mut fails = Vec::new();
+    let (mut wf, mut wa) = (0f64, 0f64);
+    for (k, c) in cases.iter().enumerate() {
+        let o = run(c, backend.clone(), seed_base + k as u64);
+        wf = wf.max(o.fwd.worst);
+        wa = wa.max(o.adj.worst);
+        eprintln!(
+            "{what} case {k:2} vol {:?} data {:?}: forward {:.2e}, transpose {:.2e}",
+            o.shape, o.data_shape, o.fwd.worst, o.adj.worst
+        );
+        if o.fwd.worst.is_nan() || o.fwd.worst > tol {
+            fails.push(format!(
+                "case {k} {c:?}: forward entry {:?} off by {:.3e} of max {:.3e}",
+                unravel(o.fwd.at, &o.data_shape),
+                o.fwd.worst,
+                o.fwd.max_ref
+            ));
+        }
+        if o.adj.worst.is_nan() || o.adj.worst > tol {
+            fails.push(format!(
+                "case {k} {c:?}: transpose voxel {:?} off by {:.3e} of max {:.3e}",
+                unravel(o.adj.at, &o.shape),
+                o.adj.worst,
+                o.adj.max_ref
+            ));
+        }
+    }
+    eprintln!("{what}: worst forward {wf:.2e}, worst transpose {wa:.2e}");
+    assert!(fails.is_empty(), "{}", fails.join("\n"));
+}
