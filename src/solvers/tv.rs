@@ -12,14 +12,19 @@
 //! * [`pdhg_tv`] — PDHG (Chambolle–Pock) on `f(x) + g(K x)` with `f = ι_{x ≥ 0}`,
 //!   `K = (A, μ∇)` and `g(y₁, y₂) = ½ ‖y₁ − y‖² + (λ/μ) ‖ |y₂|₂ ‖₁`. The factor `μ = ‖A‖/‖∇‖`
 //!   gives both blocks of `K` the same norm (it changes PDHG's path, not the minimiser), so
-//!   `‖K‖ ≤ √2 ‖A‖`, and the steps are `τ = 0.99 √r / ‖K‖`, `σ = 0.99 / (√r ‖K‖)` with the
-//!   ratio `r = τ/σ` of [`PdhgTvOptions::step_ratio`] (1 by default), so that `τ σ ‖K‖² < 1`.
+//!   `‖K‖ ≤ √2 ‖A‖`, and the steps are `τ = 0.99 √r / ‖K‖`, `σ = 0.99 / (√r ‖K‖)`, so that
+//!   `τ σ ‖K‖² < 1`. The ratio `r = τ/σ` ([`PdhgTvOptions::step_ratio`]) is by default
+//!   estimated from the data, `r = (‖y‖ / (0.1 ‖A* y‖))²` ([`auto_step_ratio`](crate::solvers::iterative::auto_step_ratio), where the
+//!   formula is derived): the default set-up converges at full speed without tuning, where
+//!   equal steps (`r = 1`) can need several times the iterations.
 //! * [`fista_tv`] — FISTA on `f(x) + g(x)` with the smooth `f(x) = ½ ‖A x − y‖² + λ H_γ(∇x)`
 //!   (the Huber function `H_γ` smooths TV where `|∇x| < γ`, [`Bounds::huber_gamma`]) and
 //!   `g = ι_{x ≥ 0}`; the step is `1/L` with `L = ‖A‖² + λ ‖∇‖² / γ`.
 //!
 //! The norms are the upper bounds of [`Bounds`], so that the step conditions hold for sure.
-//! PDHG's blocks and steps are [`PdhgOptions::balanced`]'s.
+//! PDHG's blocks and steps are [`PdhgOptions::balanced`]'s; to build the same solver from the
+//! functionals yourself (other data terms, other regularisers), see
+//! `examples/reconstruct_tv_cone.rs`.
 //!
 //! **Choosing λ.** rodl's spaces are weighted (the inner products are Riemann sums), so both
 //! terms are integrals: `½ ‖A x − y‖²` over the data's angles and detector, `TV(x) = ∫ |∇x|`
@@ -55,6 +60,7 @@ use crate::solvers::functional::{
     Func, Functional, FunctionalComposition, FunctionalExt, GroupL1Norm, Huber,
     IndicatorNonnegativity, L2NormSquared, SeparableSum, ZeroFunctional,
 };
+pub use crate::solvers::iterative::StepRatio;
 use crate::solvers::iterative::{fista, pdhg, FistaOptions, PdhgOptions, SolverInfo};
 use crate::solvers::Callback;
 use crate::{
@@ -193,22 +199,24 @@ impl<T: Scalar> TvProblem<T> {
 }
 
 /// Options of [`pdhg_tv`].
-#[derive(Clone, Copy, Debug, PartialEq)]
+///
+/// ```
+/// use rodl::solvers::tv::{PdhgTvOptions, StepRatio};
+/// assert_eq!(PdhgTvOptions::default().step_ratio, StepRatio::Auto);
+/// let hand_tuned = PdhgTvOptions { step_ratio: StepRatio::Fixed(25.0) };
+/// # let _ = hand_tuned;
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct PdhgTvOptions {
-    /// The ratio `r = τ/σ` of the primal and dual steps (1 by default); `τ σ` stays at
-    /// `0.99² / ‖K‖²`. A larger primal step can converge faster when the image's values are
-    /// large compared with the data's.
-    pub step_ratio: f64,
-}
-
-impl Default for PdhgTvOptions {
-    fn default() -> Self {
-        Self { step_ratio: 1.0 }
-    }
+    /// The ratio `r = τ/σ` of the primal and dual steps; `τ σ` stays at `0.99² / ‖K‖²`.
+    /// [`StepRatio::Auto`] (the default) estimates it from the data ([`auto_step_ratio`](crate::solvers::iterative::auto_step_ratio): one
+    /// more application of `A*` per call); [`StepRatio::Fixed`] sets it.
+    pub step_ratio: StepRatio,
 }
 
 /// `niter` PDHG iterations for the TV problem from `x` (updated in place), with the balanced
-/// set-up of the [module documentation](self). The callback gets the iterate (no objective:
+/// set-up of the [module documentation](self) and the step ratio of `options` (by default
+/// estimated from the data, which costs one application of `A*`). The callback gets the iterate (no objective:
 /// [`TvProblem::objective`] computes it on demand).
 pub fn pdhg_tv<T: Scalar>(
     problem: &TvProblem<T>,
@@ -217,12 +225,9 @@ pub fn pdhg_tv<T: Scalar>(
     options: &PdhgTvOptions,
     callback: &mut dyn Callback<T>,
 ) -> Result<SolverInfo> {
-    let r = options.step_ratio;
-    if !(r.is_finite() && r > 0.0) {
-        return Err(Error::invalid(format!(
-            "pdhg_tv: the step ratio must be finite and positive, got {r}"
-        )));
-    }
+    let r = options
+        .step_ratio
+        .resolve(problem.op.as_ref(), &problem.data)?;
     let bounds = &problem.bounds;
     let lambda = problem.lambda;
     let space = problem.op.domain().clone();

@@ -1,9 +1,132 @@
-//! The balanced set-up of PDHG for a stack of operator blocks, `K = (μ₀ L₀; μ₁ L₁; …)`.
+//! The balanced set-up of PDHG for a stack of operator blocks, `K = (μ₀ L₀; μ₁ L₁; …)`, and
+//! the choice of its step ratio `τ/σ`.
 
 use std::sync::Arc;
 
 use super::PdhgOptions;
-use crate::{BroadcastOperator, Error, LinOp, LinearOperatorExt, Result, Scalar};
+use crate::{
+    BroadcastOperator, Element, Error, LinOp, LinearOperator, LinearOperatorExt, Result, Scalar,
+};
+
+/// The residual at the minimiser that [`auto_step_ratio`] assumes, relative to the data:
+/// `‖A x* − y‖ ≈ 0.1 ‖y‖`.
+///
+/// Calibrated on TV-regularised tomography of the modified Shepp–Logan phantom: 2D parallel
+/// beam (128², 1.8 %, 6 % and 18 % noise) and 3D cone beam (48³, 6 % noise), where the
+/// automatic ratio reaches after 200 iterations the PSNR of the best of the fixed ratios tried
+/// (1 to 300) to within 0.4 dB. The best ratio hardly moves with the noise level, so this
+/// constant need not match the data's noise.
+pub const AUTO_RELATIVE_RESIDUAL: f64 = 0.1;
+
+/// How the ratio `r = τ/σ` of PDHG's primal and dual steps is chosen.
+///
+/// `τ σ` is fixed by the convergence condition (`τ σ ‖K‖² < 1`), so `r` is the one free choice,
+/// and a poor one costs many iterations: see [`auto_step_ratio`].
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub enum StepRatio {
+    /// [`auto_step_ratio`] of the data term's operator and data (the default): one application
+    /// of the adjoint.
+    #[default]
+    Auto,
+    /// A given ratio (finite and positive).
+    Fixed(f64),
+}
+
+impl StepRatio {
+    /// The ratio for the data term `½ ‖A x − y‖²` with the operator `op` and the data `y`:
+    /// [`auto_step_ratio`] for [`StepRatio::Auto`], the given value for
+    /// [`StepRatio::Fixed`] (an error unless it is finite and positive).
+    pub fn resolve<T: Scalar>(self, op: &dyn LinearOperator<T>, y: &Element<T>) -> Result<f64> {
+        match self {
+            StepRatio::Auto => auto_step_ratio(op, y),
+            StepRatio::Fixed(r) => {
+                check_ratio(r, "StepRatio::Fixed")?;
+                Ok(r)
+            }
+        }
+    }
+}
+
+/// The step ratio `r = τ/σ` for PDHG on a problem whose first block is the data term
+/// `½ ‖A x − y‖²` (start `x = 0`, dual start 0), estimated from the data:
+///
+/// ```text
+/// r = ( ‖y‖² / ‖A* y‖  ÷  c ‖y‖ )²  =  ( ‖y‖ / (c ‖A* y‖) )²,   c = AUTO_RELATIVE_RESIDUAL
+/// ```
+///
+/// Where it comes from: after `N` iterations PDHG's (ergodic) primal–dual gap is bounded by
+/// `(‖x₀ − x*‖²/τ + ‖y₀ − y*‖²/σ) / N`; with both starts 0 and `τ σ` fixed by the convergence
+/// condition, the bound is smallest for `τ/σ = (‖x*‖ / ‖y*‖)²`, the squared ratio of the
+/// primal and the dual solution's sizes. Both are estimated from the data:
+/// * primal: `‖x*‖ ≈ ‖y‖² / ‖A* y‖`, the norm of the multiple `x̂ = s A* y` of the
+///   back-projection that has `⟨A x̂, y⟩ = ‖y‖²` (by Cauchy–Schwarz a lower bound of `‖x‖` for
+///   every `x` with `A x = y`; about 0.6 ‖x‖ for a tomographic phantom, where `A* y` is a
+///   blurred image);
+/// * dual: the dual variable of `½ ‖· − y‖²` at the solution is the residual `A x* − y`,
+///   taken as [`AUTO_RELATIVE_RESIDUAL`] `· ‖y‖` (the dual variables of regularisers scaled by
+///   [`PdhgOptions::balanced`] are bounded by their weights and are usually far smaller).
+///
+/// The ratio does not change when the data are scaled (`y → s y`, with the regulariser's weight
+/// scaled alike), it scales as `1/a²` when the operator and the data are scaled by `a` (the
+/// dual variable scales by `a`, the image not), and it converges as the volume and the data are
+/// sampled more finely, since the norms are the spaces' weighted ones. A hand-picked ratio is
+/// tied to the units of one problem.
+///
+/// Cost: one application of `A*` and two norms. Returns 1 when `y` or `A* y` is zero (then
+/// `x* = 0` and any ratio does). Errors when `y` is not in `A`'s range or has non-finite
+/// values.
+///
+/// ```
+/// use rodl::solvers::iterative::{auto_step_ratio, AUTO_RELATIVE_RESIDUAL};
+/// use rodl::{uniform_discr, ScalingOperator};
+/// let s = uniform_discr::<f64>(&[0.0], &[1.0], &[8])?;
+/// let y = s.element_from_fn(|p| 1.0 + p[0])?;
+/// // A = 4 I: A* y = 4 y, so r = (1 / (4 c))².
+/// let r = auto_step_ratio(&ScalingOperator::new(s.clone(), 4.0), &y)?;
+/// assert!((r - (0.25 / AUTO_RELATIVE_RESIDUAL).powi(2)).abs() < 1e-12 * r);
+/// # Ok::<(), rodl::Error>(())
+/// ```
+pub fn auto_step_ratio<T: Scalar>(op: &dyn LinearOperator<T>, y: &Element<T>) -> Result<f64> {
+    op.range().check_member(y, "auto_step_ratio: data")?;
+    let y_norm = op.range().norm(y)?;
+    if !y_norm.is_finite() {
+        return Err(Error::invalid(
+            "auto_step_ratio: the data have non-finite values",
+        ));
+    }
+    if y_norm == 0.0 {
+        return Ok(1.0);
+    }
+    let back = op.adjoint()?.apply(y)?;
+    let back_norm = op.domain().norm(&back)?;
+    if !back_norm.is_finite() {
+        return Err(Error::invalid(
+            "auto_step_ratio: the back-projection A* y has non-finite values",
+        ));
+    }
+    if back_norm == 0.0 {
+        return Ok(1.0);
+    }
+    let r = (y_norm / (AUTO_RELATIVE_RESIDUAL * back_norm)).powi(2);
+    if r.is_finite() && r > 0.0 {
+        Ok(r)
+    } else {
+        // ‖y‖ and ‖A* y‖ at the ends of the f64 range.
+        Err(Error::invalid(format!(
+            "auto_step_ratio: no finite ratio from ‖y‖ = {y_norm:e} and ‖A* y‖ = {back_norm:e}"
+        )))
+    }
+}
+
+fn check_ratio(r: f64, what: &str) -> Result<()> {
+    if r.is_finite() && r > 0.0 {
+        Ok(())
+    } else {
+        Err(Error::invalid(format!(
+            "{what}: the step ratio must be finite and positive, got {r}"
+        )))
+    }
+}
 
 /// Operator blocks scaled to one norm and stacked, with PDHG steps for the stack: what
 /// [`PdhgOptions::balanced`] gives.
@@ -28,10 +151,15 @@ pub struct BalancedPdhg<T: Scalar> {
 impl PdhgOptions {
     /// The balanced set-up for the blocks `(Lᵢ, ‖Lᵢ‖)` (norms or upper bounds of them, e.g.
     /// [`LinearOperator::norm_estimate_with`](crate::LinearOperator::norm_estimate_with) or
-    /// [`Bounds`](crate::solvers::tv::Bounds)) and the step ratio `r = τ/σ` (1: equal steps; a
-    /// larger `r` suits images whose values are large against the data's): see
+    /// [`Bounds`](crate::solvers::tv::Bounds)) and the step ratio `r = τ/σ`: see
     /// [`BalancedPdhg`]. Errors for no blocks, blocks on different domains, and norms or ratios
     /// that are not finite and positive.
+    ///
+    /// The ratio matters as much as the balancing: `r = 1` (equal steps) is right only when the
+    /// image and the dual variables have comparable sizes. When block 0 is the data term
+    /// `½ ‖L₀ x − y‖²`, take [`auto_step_ratio`]`(L₀, y)` (or
+    /// [`StepRatio::Auto`]`.resolve(L₀, y)`); on a 128² TV reconstruction of a Shepp–Logan
+    /// phantom from 2D parallel-beam data, `r = 1` needs about 3 times the iterations.
     ///
     /// ```
     /// use std::sync::Arc;
@@ -51,12 +179,7 @@ impl PdhgOptions {
         blocks: Vec<(LinOp<T>, f64)>,
         step_ratio: f64,
     ) -> Result<BalancedPdhg<T>> {
-        if !(step_ratio.is_finite() && step_ratio > 0.0) {
-            return Err(Error::invalid(format!(
-                "PdhgOptions::balanced: the step ratio must be finite and positive, got \
-                 {step_ratio}"
-            )));
-        }
+        check_ratio(step_ratio, "PdhgOptions::balanced")?;
         let first = match blocks.first() {
             Some((_, n)) => *n,
             None => {

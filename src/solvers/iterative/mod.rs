@@ -26,7 +26,7 @@ pub use subsets::RaySubsets;
 pub mod pdhg;
 pub use pdhg::{pdhg, pdhg_stepsize, pdhg_with_dual, PdhgOptions};
 mod balanced;
-pub use balanced::BalancedPdhg;
+pub use balanced::{auto_step_ratio, BalancedPdhg, StepRatio, AUTO_RELATIVE_RESIDUAL};
 pub mod fista;
 pub use fista::{fista, FistaOptions};
 pub mod admm;
