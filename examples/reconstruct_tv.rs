@@ -20,7 +20,7 @@
 //! transform's); it changes the path of PDHG, not the minimiser. The norms are the recipe's
 //! upper bounds ([`rodl::solvers::tv::Bounds`]), so `‖K‖ ≤ √2 ‖A‖`, and the steps are
 //! `τ = 0.99 √r / ‖K‖`, `σ = 0.99 / (√r ‖K‖)`, so that `τ σ ‖K‖² < 1`, with the ratio
-//! `r = τ/σ` estimated from the data ([`rodl::solvers::iterative::auto_step_ratio`]; about 19
+//! `r = τ/σ` estimated from the data ([`rodl::solvers::iterative::auto_step_ratio`]; about 38
 //! here, as good as the best hand-tuned ratio: equal steps, `r = 1`, need about three times
 //! the iterations). `examples/reconstruct_tv_cone.rs` builds the same solver from the
 //! functionals.

@@ -14,9 +14,10 @@
 //!   gives both blocks of `K` the same norm (it changes PDHG's path, not the minimiser), so
 //!   `‖K‖ ≤ √2 ‖A‖`, and the steps are `τ = 0.99 √r / ‖K‖`, `σ = 0.99 / (√r ‖K‖)`, so that
 //!   `τ σ ‖K‖² < 1`. The ratio `r = τ/σ` ([`PdhgTvOptions::step_ratio`]) is by default
-//!   estimated from the data, `r = (‖y‖ / (0.1 ‖A* y‖))²` ([`auto_step_ratio`](crate::solvers::iterative::auto_step_ratio), where the
-//!   formula is derived): the default set-up converges at full speed without tuning, where
-//!   equal steps (`r = 1`) can need several times the iterations.
+//!   estimated from the data, `r = (‖y‖ / (0.07 ‖A* y‖))²` (derived at
+//!   [`auto_step_ratio`](crate::solvers::iterative::auto_step_ratio)): the default set-up
+//!   converges at full speed without tuning, where equal steps (`r = 1`) can need several
+//!   times the iterations.
 //! * [`fista_tv`] — FISTA on `f(x) + g(x)` with the smooth `f(x) = ½ ‖A x − y‖² + λ H_γ(∇x)`
 //!   (the Huber function `H_γ` smooths TV where `|∇x| < γ`, [`Bounds::huber_gamma`]) and
 //!   `g = ι_{x ≥ 0}`; the step is `1/L` with `L = ‖A‖² + λ ‖∇‖² / γ`.
@@ -39,13 +40,12 @@
 //! ```
 //! use rodl::solvers::tv::{pdhg_tv, PdhgTvOptions, TvProblem};
 //! use rodl::tomo::{parallel_beam_geometry, Backend, RayTransform};
-//! use rodl::{uniform_discr, Operator};
-//! use std::sync::Arc;
+//! use rodl::{uniform_discr, LinearOperatorExt, Operator};
 //! let space = uniform_discr::<f64>(&[-1.0, -1.0], &[1.0, 1.0], &[16, 16])?;
 //! let ray = RayTransform::new(space.clone(), parallel_beam_geometry(&space, Some(30))?, Backend::default())?;
 //! let phantom = space.element_from_fn(|p| if p[0] * p[0] + p[1] * p[1] < 0.5 { 1.0 } else { 0.0 })?;
 //! let data = ray.apply(&phantom)?;
-//! let problem = TvProblem::new(Arc::new(ray), &data, 1e-4)?;
+//! let problem = TvProblem::new(ray.into_linop(), &data, 1e-4)?;
 //! let mut x = space.zero()?;
 //! let info = pdhg_tv(&problem, &mut x, 200, &PdhgTvOptions::default(), &mut ())?;
 //! assert_eq!(info.iterations, 200);
