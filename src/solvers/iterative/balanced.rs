@@ -153,7 +153,7 @@ pub struct BalancedPdhg<T: Scalar> {
 
 impl PdhgOptions {
     /// The balanced set-up for the blocks `(Lᵢ, ‖Lᵢ‖)` (norms or upper bounds of them, e.g.
-    /// [`LinearOperator::norm_estimate_with`](crate::LinearOperator::norm_estimate_with) or
+    /// [`LinearOperator::norm_estimate_with`] or
     /// [`Bounds`](crate::solvers::tv::Bounds)) and the step ratio `r = τ/σ`: see
     /// [`BalancedPdhg`]. Errors for no blocks, blocks on different domains, and norms or ratios
     /// that are not finite and positive.
