@@ -65,6 +65,21 @@ pub enum Error {
         /// What went wrong.
         message: String,
     },
+    /// Something would need more host memory than the limit (see [`crate::memory`]).
+    #[error(
+        "{what} needs {}, more than the memory limit of {} (the available memory; the \
+         environment variable RODL_MEMORY_LIMIT sets another)",
+        crate::memory::format_bytes(*bytes),
+        crate::memory::format_bytes(*limit as u128)
+    )]
+    OutOfMemory {
+        /// What was to be allocated.
+        what: String,
+        /// The bytes it needs.
+        bytes: u128,
+        /// The limit in bytes.
+        limit: u64,
+    },
     /// A configuration document (geometry JSON, …) is malformed.
     #[error("invalid configuration: {0}")]
     Config(String),
