@@ -97,6 +97,7 @@ impl Setup {
         let spec = TomoSpec::from_json(text)?;
         // Check the volume first, so that `info` reports a bad one too.
         spec.volume.check()?;
+        crate::limits::check_geometry_size(&spec.geometry)?;
         let geometry = spec.geometry.build()?;
         spec.volume.space::<f64>()?;
         if spec.volume.shape.len() != geometry.ndim() {

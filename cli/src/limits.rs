@@ -7,6 +7,36 @@
 /// How many worker threads `--threads` may ask for per core.
 pub const THREADS_PER_CORE: usize = 4;
 
+/// The most views a geometry may have (real scans have up to some 10⁵; beyond 10⁶ even
+/// describing one takes seconds).
+pub const MAX_VIEWS: usize = 1_000_000;
+
+/// Errors unless the geometry of `spec` has at most [`MAX_VIEWS`] views and its projection
+/// data (in float32) fit in the memory limit; checked before the views are computed.
+pub fn check_geometry_size(spec: &rodl::tomo::GeometrySpec) -> Result<(), crate::Failure> {
+    let (views, key) = match (&spec.angles, &spec.views) {
+        (Some(a), _) => (a.count, "`geometry.angles.count`"),
+        (None, Some(v)) => (v.len(), "the number of `geometry.views`"),
+        (None, None) => return Ok(()),
+    };
+    if views > MAX_VIEWS {
+        return Err(crate::Failure::new(format!(
+            "{key} is {views}; rodl takes at most {MAX_VIEWS} views"
+        )));
+    }
+    let mut shape = vec![views];
+    shape.extend_from_slice(&spec.detector.shape);
+    let values = shape
+        .iter()
+        .try_fold(1u128, |a, &n| a.checked_mul(n as u128))
+        .unwrap_or(u128::MAX);
+    rodl::memory::check_host_bytes(
+        &format!("the projection data of shape {shape:?} (float32)"),
+        values.saturating_mul(4),
+    )?;
+    Ok(())
+}
+
 /// The largest geometry file read, in bytes (a `vec` geometry of a million views fits).
 pub const MAX_GEOMETRY_BYTES: u64 = rodl::tomo::MAX_GEOMETRY_FILE_BYTES;
 

@@ -1506,14 +1506,25 @@ fn sizes_that_cannot_fit_are_errors_naming_the_size_and_the_limit() {
     let dir = TempDir::new("sizes");
     let out = dir.path("out.npy");
     let limit = [("RODL_MEMORY_LIMIT", "1G")];
-    // 1e12 views: `info` too.
+    // 1e12 views: `info` too (more views than rodl takes); data that cannot fit.
     let g = geometry_file(
         &dir,
         "views.json",
         &edited_par2d("\"count\":90", "\"count\":1e12"),
     );
     let res = rodl_env(&["info", "-g", s(&g)], &limit);
-    assert_message(&res, 1, "1e12 views needs");
+    assert_message(
+        &res,
+        1,
+        "`geometry.angles.count` is 1e12; rodl takes at most 1000000 views",
+    );
+    let g = geometry_file(
+        &dir,
+        "data.json",
+        &edited_par2d("\"shape\":[95]", "\"shape\":[100000000]"),
+    );
+    let res = rodl_env(&["info", "-g", s(&g)], &limit);
+    assert_message(&res, 1, "[90, 100000000] (float32) needs 36 GB");
     assert!(
         stderr(&res).contains("memory limit of 1.074 GB"),
         "{}",

@@ -87,7 +87,7 @@ pub fn describe(setup: &Setup) -> Result<Vec<String>, Failure> {
     let data_shape = setup.data_shape();
     let mut out = vec![];
     out.push(format!("geometry: {kind} ({ndim}D, {beam})"));
-    let voxels: usize = spec.volume.shape.iter().product();
+    let voxels: u128 = spec.volume.shape.iter().map(|&n| n as u128).product();
     out.push(format!(
         "volume:   shape {:?} ({voxels} voxels), min_pt {}, max_pt {}",
         spec.volume.shape,
@@ -98,7 +98,7 @@ pub fn describe(setup: &Setup) -> Result<Vec<String>, Failure> {
         "          voxel size {} (cell sides)",
         fmt_list(&cells)
     ));
-    let values: usize = data_shape.iter().product();
+    let values: u128 = data_shape.iter().map(|&n| n as u128).product();
     out.push(format!(
         "data:     shape {data_shape:?} {data_axes} ({values} values)"
     ));
