@@ -65,13 +65,9 @@ pub enum Error {
         /// What went wrong.
         message: String,
     },
-    /// Something would need more host memory than the limit (see [`crate::memory`]).
-    #[error(
-        "{what} needs {}, more than the memory limit of {} (the available memory; the \
-         environment variable RODL_MEMORY_LIMIT sets another)",
-        crate::memory::format_bytes(*bytes),
-        crate::memory::format_bytes(*limit as u128)
-    )]
+    /// Something would need more memory than there is: more than the host-memory limit (see
+    /// [`crate::memory`]), or than a GPU's free memory.
+    #[error("{}", crate::memory::describe_shortage(what, *bytes, *limit, device))]
     OutOfMemory {
         /// What was to be allocated.
         what: String,
@@ -79,6 +75,8 @@ pub enum Error {
         bytes: u128,
         /// The limit in bytes.
         limit: u64,
+        /// Where: `Device::Cpu` for host memory.
+        device: crate::Device,
     },
     /// A configuration document (geometry JSON, …) is malformed.
     #[error("invalid configuration: {0}")]

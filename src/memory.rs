@@ -17,7 +17,7 @@
 
 use std::sync::OnceLock;
 
-use crate::{Error, Result};
+use crate::{Device, Error, Result};
 
 /// The environment variable that sets the host-memory limit in bytes (suffixes `K`, `M`, `G`,
 /// `T` multiply by powers of 1024), instead of the available memory.
@@ -81,6 +81,23 @@ pub fn format_bytes(bytes: u128) -> String {
     format!("{bytes} bytes")
 }
 
+/// The message of [`Error::OutOfMemory`].
+pub(crate) fn describe_shortage(what: &str, bytes: u128, limit: u64, device: &Device) -> String {
+    match device {
+        Device::Cpu => format!(
+            "{what} needs {}, more than the memory limit of {} (the available memory; the \
+             environment variable {MEMORY_LIMIT_ENV} sets another)",
+            format_bytes(bytes),
+            format_bytes(limit as u128)
+        ),
+        d => format!(
+            "{what} needs {}, more than the free memory of {d} ({})",
+            format_bytes(bytes),
+            format_bytes(limit as u128)
+        ),
+    }
+}
+
 /// Errors unless `count` entries of `elem_size` bytes each fit in the host-memory limit;
 /// `what` names them in the message ("a volume of shape [2000, 2000, 2000]").
 pub fn check_host_alloc(what: &str, count: usize, elem_size: usize) -> Result<()> {
@@ -95,6 +112,7 @@ pub fn check_host_bytes(what: &str, bytes: u128) -> Result<()> {
             what: what.to_string(),
             bytes,
             limit,
+            device: Device::Cpu,
         });
     }
     Ok(())

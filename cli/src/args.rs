@@ -62,7 +62,12 @@ pub enum Command {
 pub struct DeviceArgs {
     /// Compute device: `cpu`, `cuda` (GPU 0; `gpu` is the same) or `cuda:N` (GPU N; also
     /// `gpu:N`). Without a usable GPU, `cuda` is an error.
-    #[arg(long, default_value = "cpu", value_name = "DEVICE")]
+    #[arg(
+        long,
+        default_value = "cpu",
+        value_name = "DEVICE",
+        allow_hyphen_values = true
+    )]
     pub device: String,
     /// Worker threads of the CPU backend (default: one per core; at most 4 per core).
     #[arg(long, value_name = "N", value_parser = parse_threads, allow_negative_numbers = true)]
@@ -98,7 +103,7 @@ pub struct ProjectArgs {
     /// Add simulated noise to the projections: `gaussian:REL` (noise norm = REL × data norm,
     /// e.g. gaussian:0.05) or `poisson:PHOTONS` (transmission counts with PHOTONS incident
     /// photons per pixel, returned as line integrals, e.g. poisson:1e4).
-    #[arg(long, value_name = "MODEL")]
+    #[arg(long, value_name = "MODEL", allow_hyphen_values = true)]
     pub noise: Option<Noise>,
     /// Seed of the noise (the same seed gives the same noise).
     #[arg(long, value_name = "N", default_value_t = 0, requires = "noise",
@@ -157,7 +162,12 @@ pub struct FbpArgs {
     #[arg(long, short, value_name = "OUT.npy")]
     pub output: PathBuf,
     /// The filter: ram-lak, shepp-logan, cosine, hamming or hann.
-    #[arg(long, default_value = "ram-lak", value_name = "FILTER")]
+    #[arg(
+        long,
+        default_value = "ram-lak",
+        value_name = "FILTER",
+        allow_hyphen_values = true
+    )]
     pub filter: String,
     /// Relative cut-off frequency in (0, 1] (1: the detector's Nyquist frequency).
     #[arg(long, default_value_t = 1.0, value_name = "F", value_parser = parse_unit_fraction,
@@ -247,7 +257,7 @@ pub struct DemoArgs {
     pub size: usize,
     /// Compute device: `cpu`, `cuda` (or `gpu`), `cuda:N` (default: GPU 0 when one is
     /// usable, else the CPU).
-    #[arg(long, value_name = "DEVICE")]
+    #[arg(long, value_name = "DEVICE", allow_hyphen_values = true)]
     pub device: Option<String>,
     /// No progress bars.
     #[arg(long, short)]

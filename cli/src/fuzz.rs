@@ -242,9 +242,17 @@ fn check_npy(bytes: &[u8]) {
     }
 }
 
+/// Cases per property: 3000 (a few seconds), or `PROPTEST_CASES` for a longer run.
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3000)
+}
+
 proptest! {
     #![proptest_config(Config {
-        cases: 3000,
+        cases: cases(),
         failure_persistence: None,
         timeout: 10_000,
         ..Config::default()

@@ -289,6 +289,20 @@ fn check_header(header: &Header, file_len: u64) -> Result<Dtype, String> {
         Dtype::F32 => 4u128,
         Dtype::F64 => 8u128,
     };
+    // ndarray refuses (by a panic in ndarray-npy) a shape whose non-zero lengths multiply
+    // beyond isize::MAX, even when another length is 0.
+    let nonzero = header
+        .shape
+        .iter()
+        .filter(|&&n| n != 0)
+        .try_fold(size, |a, &n| a.checked_mul(n as u128))
+        .unwrap_or(u128::MAX);
+    if nonzero > isize::MAX as u128 {
+        return Err(format!(
+            "the header's shape {:?} has too many entries",
+            header.shape
+        ));
+    }
     let bytes = header
         .shape
         .iter()
@@ -395,6 +409,11 @@ mod tests {
             &[],
         );
         assert!(read_npy_bytes(&deep).is_err());
+        let empty_huge = npy(
+            "{'descr': '<f4', 'fortran_order': False, 'shape': (0, 9223372036854775807, 4), }",
+            &[],
+        );
+        assert!(read_npy_bytes(&empty_huge).is_err());
         let int = npy(
             "{'descr': '<i4', 'fortran_order': False, 'shape': (2,), }",
             &[0; 8],

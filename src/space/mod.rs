@@ -183,6 +183,11 @@ impl<T: Scalar> Space<T> {
 
     /// The power space `self^n`.
     pub fn power(&self, n: usize) -> Result<Self> {
+        crate::memory::check_host_alloc(
+            &format!("a power space of {n} parts"),
+            n,
+            std::mem::size_of::<Self>(),
+        )?;
         Space::product(vec![self.clone(); n])
     }
 
