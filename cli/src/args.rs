@@ -7,7 +7,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use crate::algorithm::Algorithm;
 use crate::image::ImageArgs;
 use crate::limits::{
-    parse_non_negative, parse_positive, parse_seed, parse_threads, parse_unit_fraction,
+    parse_iterations, parse_non_negative, parse_positive, parse_seed, parse_threads,
+    parse_unit_fraction,
 };
 use crate::noise::Noise;
 
@@ -213,8 +214,8 @@ pub struct ReconstructArgs {
     /// The method.
     #[arg(long, short, value_enum, value_name = "ALGORITHM")]
     pub algorithm: Algorithm,
-    /// Number of iterations (OSEM: passes over all subsets).
-    #[arg(long, short = 'n', value_name = "N", value_parser = parse_positive,
+    /// Number of iterations (OSEM: passes over all subsets), 1 ..= 100000.
+    #[arg(long, short = 'n', value_name = "N", value_parser = parse_iterations,
           allow_negative_numbers = true)]
     pub iterations: usize,
     /// OSEM: number of view subsets (default 10, at most the number of views).

@@ -89,7 +89,16 @@ pub fn parse_threads(text: &str) -> Result<usize, String> {
         })
 }
 
-/// A count ≥ 1 (`--iterations`, `--subsets`).
+/// The most iterations `reconstruct --iterations` runs (a bound, so that a typing slip does not
+/// run for hours).
+pub const MAX_ITERATIONS: usize = 100_000;
+
+/// `--iterations N`: 1 ..= [`MAX_ITERATIONS`].
+pub fn parse_iterations(text: &str) -> Result<usize, String> {
+    whole_in(text, 1, MAX_ITERATIONS as u64).map(|n| n as usize)
+}
+
+/// A count ≥ 1 (`--subsets`).
 pub fn parse_positive(text: &str) -> Result<usize, String> {
     whole_in(text, 1, usize::MAX as u64).map(|n| n as usize)
 }

@@ -1874,7 +1874,7 @@ fn signals_remove_temporary_files() {
                 "-a",
                 "cgls",
                 "-n",
-                "100000000",
+                "100000",
                 "--quiet",
             ],
             signal,
@@ -2037,8 +2037,13 @@ fn messages_name_the_key_or_option() {
         2,
         "≥ 0",
     );
-    assert_message(&rec(&["-a", "cgls", "-n", "-3"]), 2, "≥ 1");
-    assert_message(&rec(&["-a", "cgls", "-n", "0"]), 2, "≥ 1");
+    assert_message(&rec(&["-a", "cgls", "-n", "-3"]), 2, "1..=100000");
+    assert_message(&rec(&["-a", "cgls", "-n", "0"]), 2, "1..=100000");
+    assert_message(
+        &rec(&["-a", "cgls", "-n", "18446744073709551615"]),
+        2,
+        "1..=100000",
+    );
     assert_message(
         &rec(&["-a", "osem", "-n", "2", "--subsets", "91"]),
         2,

@@ -165,7 +165,10 @@ fn plain(e: &Error) -> String {
 
 fn need<'a, T>(v: &'a Option<T>, name: &str, kind: GeometryKind) -> Result<&'a T> {
     v.as_ref().ok_or_else(|| {
-        Error::Config(format!("geometry of kind {kind:?} needs the key `{name}`").to_lowercase())
+        Error::Config(format!(
+            "a geometry of kind {} needs the key `geometry.{name}`",
+            format!("{kind:?}").to_lowercase()
+        ))
     })
 }
 
@@ -315,7 +318,16 @@ fn json_error(e: serde_path_to_error::Error<serde_json::Error>) -> Error {
             "expected a list of 3 numbers",
         )
         .replace("expected a string", "expected text in quotes");
-    if path.is_empty() || path == "." || inner.is_syntax() || inner.is_eof() {
+    let text = if path.ends_with("kind") && text.starts_with("expected value") {
+        text.replacen(
+            "expected value",
+            "expected one of \"parallel2d\", \"fanflat\", \"parallel3d\", \"cone\", \"vec\"",
+            1,
+        )
+    } else {
+        text
+    };
+    if path.is_empty() || path == "." {
         Error::Config(text)
     } else {
         Error::Config(format!("`{path}`: {text}"))
@@ -445,7 +457,7 @@ impl GeometrySpec {
         };
         if self.detector.shape.len() != ndim - 1 {
             return Err(Error::Config(format!(
-                "a {ndim}D geometry needs detector.shape with {} entries, got {}",
+                "a {ndim}D geometry needs `geometry.detector.shape` with {} entries, got {}",
                 ndim - 1,
                 self.detector.shape.len()
             )));
