@@ -51,12 +51,27 @@ pub fn install_signal_cleanup() {
             if let Some(signal) = signals.forever().next() {
                 // Waits for a commit in progress: its renames complete first.
                 let mut temps = temporaries();
-                for path in temps.drain(..) {
+                for path in temps.iter() {
                     let _ = fs::remove_file(path);
+                }
+                // Then the folders created for outputs, now empty (see `created_folder`).
+                for path in temps.drain(..).rev() {
+                    let _ = fs::remove_dir(path);
                 }
                 std::process::exit(128 + signal);
             }
         });
+}
+
+/// Registers a folder just created for outputs, so that a signal removes it (when empty)
+/// with the temporary files; [`forget_folder`] ends that.
+pub fn created_folder(path: &Path) {
+    temporaries().push(path.to_path_buf());
+}
+
+/// Forgets a folder registered with [`created_folder`].
+pub fn forget_folder(path: &Path) {
+    forget(path);
 }
 
 /// What a target path is.

@@ -61,8 +61,20 @@ struct Row {
     seconds: f64,
 }
 
-/// `rodl demo`.
+/// `rodl demo`. A folder it created for its outputs is removed again when it fails.
 pub fn run(args: &DemoArgs) -> Result<(), Failure> {
+    let existed = args.output_dir.exists();
+    let result = run_in(args, !existed);
+    if !existed {
+        crate::output::forget_folder(&args.output_dir);
+        if result.is_err() {
+            let _ = std::fs::remove_dir(&args.output_dir);
+        }
+    }
+    result
+}
+
+fn run_in(args: &DemoArgs, create: bool) -> Result<(), Failure> {
     let n = args.size;
     if !(MIN_SIZE..=MAX_SIZE).contains(&n) {
         return Err(Failure::usage(format!(
@@ -76,6 +88,9 @@ pub fn run(args: &DemoArgs) -> Result<(), Failure> {
     let compute = Compute::new(device, None)?;
     let dir = &args.output_dir;
     std::fs::create_dir_all(dir).map_err(|e| Failure::io("cannot create", dir, &e))?;
+    if create {
+        crate::output::created_folder(dir);
+    }
     let at = |name: &str| -> PathBuf { dir.join(name) };
     // All nine files are written as one unit, after the summary is printed.
     let mut outputs = Outputs::new();
