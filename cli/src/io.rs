@@ -172,6 +172,8 @@ struct Header {
     shape: Vec<usize>,
     /// The header's length with the preamble: where the data start.
     data_offset: u64,
+    /// The bytes read: the preamble, the header and any data read with them.
+    raw: Vec<u8>,
 }
 
 /// Reads and checks the header of an `.npy` file. The header's length and the nesting of its
@@ -196,13 +198,15 @@ fn read_header(file: &mut impl Read) -> Result<Header, String> {
             "an .npy header of {len} bytes, more than the {MAX_HEADER} rodl reads"
         ));
     }
-    let mut bytes = pre[..n.min(start + len)].to_vec();
+    let mut bytes = pre[..n].to_vec();
     let have = bytes.len();
-    bytes.resize(start + len, 0);
     if have < start + len {
+        bytes.resize(start + len, 0);
         file.read_exact(&mut bytes[have..])
             .map_err(|_| "the .npy header is truncated".to_string())?;
     }
+    let raw = bytes.clone();
+    bytes.truncate(start + len);
     let mut depth = 0usize;
     for &c in &bytes[start..] {
         match c {
@@ -229,6 +233,7 @@ fn read_header(file: &mut impl Read) -> Result<Header, String> {
         descr,
         shape: header.shape,
         data_offset: (start + len) as u64,
+        raw,
     })
 }
 
@@ -267,11 +272,10 @@ pub fn read_array(path: &Path) -> Result<AnyArray, Failure> {
 /// against the length first. For tests of the reader on arbitrary bytes.
 #[cfg(test)]
 pub fn read_npy_bytes(bytes: &[u8]) -> Result<AnyArray, String> {
-    let mut cursor = std::io::Cursor::new(bytes);
-    let header = read_header(&mut cursor)?;
+    let mut rest = bytes;
+    let header = read_header(&mut rest)?;
     let dtype = check_header(&header, bytes.len() as u64)?;
-    cursor.set_position(0);
-    read_data(cursor, dtype).map_err(|e| e.to_string())
+    read_data(header.raw.as_slice().chain(rest), dtype).map_err(|e| e.to_string())
 }
 
 /// Checks a header against the file's length and the memory limit; returns the dtype.
@@ -334,8 +338,12 @@ fn read_any(path: &Path) -> Result<AnyArray, Failure> {
     let bad = |why: String| Failure::new(format!("{}: {why}", path.display()));
     let header = read_header(&mut file).map_err(bad)?;
     let dtype = check_header(&header, len).map_err(bad)?;
-    let (file, _) = open_regular(path, "--input")?;
-    read_data(BufReader::new(file), dtype)
+    // The data are read after the very header bytes that were checked (and the file after
+    // them is read to its checked length at most), even if the file changes meanwhile.
+    let data_len = len.saturating_sub(header.data_offset);
+    let already = (header.raw.len() as u64).saturating_sub(header.data_offset);
+    let rest = BufReader::new(file).take(data_len.saturating_sub(already));
+    read_data(header.raw.as_slice().chain(rest), dtype)
         .map_err(|e| bad(format!("cannot read the .npy data: {e}")))
 }
 

@@ -79,14 +79,6 @@ impl Failure {
         }
     }
 
-    /// This failure as a usage error.
-    pub fn into_usage(mut self) -> Self {
-        if self.exit == Exit::Error {
-            self.exit = Exit::Usage;
-        }
-        self
-    }
-
     /// `"{action} {path}: {err}"`, for I/O errors.
     pub fn io(action: &str, path: &Path, err: &std::io::Error) -> Self {
         Failure::new(format!("{action} {}: {}", path.display(), io_message(err)))
