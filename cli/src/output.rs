@@ -94,29 +94,30 @@ fn classify(path: &Path) -> Result<Target, Failure> {
     if path.file_name().is_none() {
         return Err(fail("not a file name"));
     }
-    let link = fs::symlink_metadata(path).ok();
-    let resolved = match &link {
-        Some(m) if m.file_type().is_symlink() => fs::canonicalize(path)
-            .map_err(|_| fail("it is a symbolic link to a missing file or folder"))?,
-        _ => path.to_path_buf(),
-    };
-    match fs::metadata(&resolved) {
+    let is_link = fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+    match fs::metadata(path) {
         Ok(m) if m.is_dir() => Err(fail("it is a directory")),
         Ok(m) if m.is_file() => Ok(Target::File {
-            path: resolved,
+            path: if is_link {
+                fs::canonicalize(path).map_err(|e| Failure::io("cannot write", path, &e))?
+            } else {
+                path.to_path_buf()
+            },
             existing: Some(m),
         }),
+        // Opened through the path as given: `/dev/stdout` on a pipe resolves to no file name.
         Ok(m) if m.file_type().is_char_device() || m.file_type().is_fifo() => {
-            Ok(Target::Through(resolved))
+            Ok(Target::Through(path.to_path_buf()))
         }
         Ok(_) => Err(fail(
             "it is neither a regular file nor a character device or FIFO",
         )),
+        Err(_) if is_link => Err(fail("it is a symbolic link to a missing file or folder")),
         Err(_) => {
-            let dir = parent(&resolved);
+            let dir = parent(path);
             match fs::metadata(&dir) {
                 Ok(m) if m.is_dir() => Ok(Target::File {
-                    path: resolved,
+                    path: path.to_path_buf(),
                     existing: None,
                 }),
                 Ok(_) => Err(fail(&format!("{} is not a directory", dir.display()))),

@@ -1754,6 +1754,13 @@ fn outputs_keep_devices_links_modes_and_inputs() {
         eprintln!("skipped the /dev/null check: it needs root (as root a rename would replace it)");
         rodl_ok(&["phantom", "-g", &g, "-o", "/dev/null"]);
     }
+    // /dev/stdout on a pipe (a link to no file name): written through.
+    let res = Command::new(env!("CARGO_BIN_EXE_rodl"))
+        .args(["phantom", "-g", &g, "-o", "/dev/stdout"])
+        .output()
+        .unwrap();
+    assert!(res.status.success(), "{}", stderr(&res));
+    assert!(res.stdout.starts_with(b"\x93NUMPY") && res.stdout.len() == 16512);
     // A symbolic link: its target is written, the link stays.
     let target = dir.path("target.npy");
     let link = dir.path("link.npy");
