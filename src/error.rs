@@ -65,6 +65,19 @@ pub enum Error {
         /// What went wrong.
         message: String,
     },
+    /// Something would need more memory than there is: more than the host-memory limit (see
+    /// [`crate::memory`]), or than a GPU's free memory.
+    #[error("{}", crate::memory::describe_shortage(what, *bytes, *limit, device))]
+    OutOfMemory {
+        /// What was to be allocated.
+        what: String,
+        /// The bytes it needs.
+        bytes: u128,
+        /// The limit in bytes.
+        limit: u64,
+        /// Where: `Device::Cpu` for host memory.
+        device: crate::Device,
+    },
     /// A configuration document (geometry JSON, …) is malformed.
     #[error("invalid configuration: {0}")]
     Config(String),

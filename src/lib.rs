@@ -13,6 +13,7 @@ mod element;
 mod error;
 pub mod factory;
 pub mod io;
+pub mod memory;
 pub mod operator;
 pub mod parallel;
 mod scalar;

@@ -66,7 +66,7 @@ impl<T: Scalar> Storage<T> {
     /// A tensor of `shape` filled with `v` on `device`.
     pub(crate) fn full(device: Device, shape: &[usize], v: T) -> Result<Self> {
         match device {
-            Device::Cpu => Ok(Storage::Host(HostTensor::full(shape, v))),
+            Device::Cpu => Ok(Storage::Host(HostTensor::full(shape, v)?)),
             Device::Cuda(id) => {
                 let mut d = DeviceTensor::zeros(id, shape)?;
                 if v != T::zero() {

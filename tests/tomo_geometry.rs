@@ -866,3 +866,48 @@ fn device_space_with_mismatched_backend_is_an_error() {
     let x = cuda.one().unwrap();
     assert!(host.apply(&x).is_err());
 }
+
+#[test]
+fn sizes_that_cannot_fit_are_errors_not_aborts() {
+    // 1e12 views: the views are checked before they are computed.
+    let angles = UniformPartition::new(&[0.0], &[3.0], &[1_000_000_000_000]).unwrap();
+    let det = UniformPartition::new(&[-1.0], &[1.0], &[8]).unwrap();
+    let e = Geometry::parallel_2d(&angles, &det).unwrap_err();
+    assert!(matches!(e, Error::OutOfMemory { .. }), "{e}");
+    assert!(e.to_string().contains("1000000000000 views"), "{e}");
+    // A volume of a million squared: the space exists, its elements cannot.
+    let space =
+        rodl::uniform_discr::<f32>(&[-1.0, -1.0], &[1.0, 1.0], &[1_000_000, 1_000_000]).unwrap();
+    for r in [space.zero(), space.one(), space.element_from_fn(|_| 0.0)] {
+        let e = r.err().unwrap();
+        assert!(matches!(e, Error::OutOfMemory { .. }), "{e}");
+        assert!(e.to_string().contains("[1000000, 1000000]"), "{e}");
+    }
+    let e = rodl::tomo::phantom::shepp_logan(&space, true).unwrap_err();
+    assert!(matches!(e, Error::OutOfMemory { .. }), "{e}");
+}
+
+#[test]
+fn json_numbers_read_exactly_and_messages_name_the_key() {
+    // Floats round-trip exactly (the last digit counts).
+    let x = 0.1f64 + 0.2;
+    let text = format!(
+        r#"{{"volume":{{"min_pt":[-1,-1],"max_pt":[{x},1],"shape":[4,4]}},
+        "geometry":{{"kind":"parallel2d","angles":{{"min":0,"max":{x},"count":90.0}},
+        "detector":{{"min":[-1.5],"max":[1.5],"shape":[5.0]}}}}}}"#
+    );
+    let spec = TomoSpec::from_json(&format!("\u{feff}{text}")).unwrap();
+    assert_eq!(spec.volume.max_pt[0], x);
+    assert_eq!(spec.geometry.angles.as_ref().unwrap().max, x);
+    assert_eq!(spec.geometry.angles.as_ref().unwrap().count, 90);
+    let m = config_err(&text.replace("\"count\":90.0", "\"count\":90.5"));
+    assert!(
+        m.starts_with("`geometry.angles.count`: expected a whole number"),
+        "{m}"
+    );
+    let m = config_err(r#"{"volume": 1, "geometry": {}}"#);
+    assert!(m.contains("`volume`") && !m.contains("VolumeSpec"), "{m}");
+    let spec = TomoSpec::from_json(&text.replace("\"min\":0", "\"min\":-1e300")).unwrap();
+    let e = spec.geometry.build().unwrap_err().to_string();
+    assert!(e.contains("`geometry.angles.min` is -1e300"), "{e}");
+}

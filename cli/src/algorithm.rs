@@ -85,17 +85,17 @@ impl Settings {
     /// Errors on settings that do not fit the method or the geometry (`views` views).
     pub fn check(&self, views: usize) -> Result<(), Failure> {
         if self.iterations == 0 {
-            return Err(Failure::new("--iterations must be at least 1"));
+            return Err(Failure::usage("--iterations must be at least 1"));
         }
         if self.subsets.is_some() && self.algorithm != Algorithm::Osem {
-            return Err(Failure::new(format!(
+            return Err(Failure::usage(format!(
                 "--subsets applies to osem only, not to {}",
                 self.algorithm.to_string().to_lowercase()
             )));
         }
         if let Some(k) = self.subsets {
             if k == 0 || k > views {
-                return Err(Failure::new(format!(
+                return Err(Failure::usage(format!(
                     "--subsets must lie in 1..={views} (the number of views), got {k}"
                 )));
             }
@@ -103,21 +103,25 @@ impl Settings {
         let name = self.algorithm.to_string().to_lowercase();
         match (self.algorithm.is_tv(), self.tv_weight) {
             (true, None) => {
-                return Err(Failure::new(format!(
+                return Err(Failure::usage(format!(
                     "{name} needs --tv-weight λ, the weight of the total variation (larger: \
                      smoother; it scales with the noise and with the image's values)"
                 )))
             }
-            (true, Some(w)) => rodl::solvers::tv::check_weight(w)?,
+            (true, Some(w)) => rodl::solvers::tv::check_weight(w).map_err(|_| {
+                Failure::usage(format!(
+                    "--tv-weight must be a finite number ≥ 0, got {w:e}"
+                ))
+            })?,
             (false, Some(_)) => {
-                return Err(Failure::new(format!(
+                return Err(Failure::usage(format!(
                     "--tv-weight applies to pdhg-tv and fista-tv only, not to {name}"
                 )))
             }
             (false, None) => {}
         }
         if self.nonnegative && self.algorithm != Algorithm::Sirt {
-            return Err(Failure::new(format!(
+            return Err(Failure::usage(format!(
                 "--nonnegative applies to sirt only (mlem and osem stay non-negative by \
                  themselves), not to {}",
                 self.algorithm.to_string().to_lowercase()
@@ -185,7 +189,17 @@ pub fn reconstruct<T: Scalar>(
         Algorithm::FistaTv => {
             let mut x = domain.zero()?;
             let problem = TvProblem::new(ray.clone(), data, lambda)?;
-            let k = fista_tv(&problem, &mut x, n, callback)?;
+            let k = fista_tv(&problem, &mut x, n, callback).map_err(|e| {
+                // The step is 1 / (Lipschitz constant of the gradient), which grows with λ.
+                if crate::error_message(&e).contains("Lipschitz") {
+                    Failure::usage(format!(
+                        "--tv-weight {lambda:e} is too large for fista-tv (its step size \
+                         would vanish); try a smaller weight"
+                    ))
+                } else {
+                    Failure::from(e)
+                }
+            })?;
             (x, k)
         }
     };

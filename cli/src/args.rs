@@ -6,6 +6,10 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::algorithm::Algorithm;
 use crate::image::ImageArgs;
+use crate::limits::{
+    parse_iterations, parse_non_negative, parse_positive, parse_seed, parse_threads,
+    parse_unit_fraction,
+};
 use crate::noise::Noise;
 
 /// Command line of `rodl`.
@@ -57,11 +61,17 @@ pub enum Command {
 /// Where to compute.
 #[derive(Args, Debug, Clone)]
 pub struct DeviceArgs {
-    /// Compute device: `cpu`, `cuda` or `cuda:N`.
-    #[arg(long, default_value = "cpu", value_name = "DEVICE")]
+    /// Compute device: `cpu`, `cuda` (GPU 0; `gpu` is the same) or `cuda:N` (GPU N; also
+    /// `gpu:N`). Without a usable GPU, `cuda` is an error.
+    #[arg(
+        long,
+        default_value = "cpu",
+        value_name = "DEVICE",
+        allow_hyphen_values = true
+    )]
     pub device: String,
-    /// Worker threads of the CPU backend (default: one per core).
-    #[arg(long, value_name = "N")]
+    /// Worker threads of the CPU backend (default: one per core; at most 4 per core).
+    #[arg(long, value_name = "N", value_parser = parse_threads, allow_negative_numbers = true)]
     pub threads: Option<usize>,
 }
 
@@ -94,10 +104,11 @@ pub struct ProjectArgs {
     /// Add simulated noise to the projections: `gaussian:REL` (noise norm = REL × data norm,
     /// e.g. gaussian:0.05) or `poisson:PHOTONS` (transmission counts with PHOTONS incident
     /// photons per pixel, returned as line integrals, e.g. poisson:1e4).
-    #[arg(long, value_name = "MODEL")]
+    #[arg(long, value_name = "MODEL", allow_hyphen_values = true)]
     pub noise: Option<Noise>,
     /// Seed of the noise (the same seed gives the same noise).
-    #[arg(long, value_name = "N", default_value_t = 0, requires = "noise")]
+    #[arg(long, value_name = "N", default_value_t = 0, requires = "noise",
+          value_parser = parse_seed, allow_negative_numbers = true)]
     pub seed: u64,
 }
 
@@ -152,10 +163,16 @@ pub struct FbpArgs {
     #[arg(long, short, value_name = "OUT.npy")]
     pub output: PathBuf,
     /// The filter: ram-lak, shepp-logan, cosine, hamming or hann.
-    #[arg(long, default_value = "ram-lak", value_name = "FILTER")]
+    #[arg(
+        long,
+        default_value = "ram-lak",
+        value_name = "FILTER",
+        allow_hyphen_values = true
+    )]
     pub filter: String,
     /// Relative cut-off frequency in (0, 1] (1: the detector's Nyquist frequency).
-    #[arg(long, default_value_t = 1.0, value_name = "F")]
+    #[arg(long, default_value_t = 1.0, value_name = "F", value_parser = parse_unit_fraction,
+          allow_negative_numbers = true)]
     pub frequency_scaling: f64,
     /// Zero-pad detector rows before filtering (`--padding false` for a circular
     /// convolution).
@@ -164,7 +181,12 @@ pub struct FbpArgs {
     pub padding: bool,
     /// Redundancy (Parker) weights for scans shorter than a full turn: the transition
     /// parameter Q in (0, 1], or `off`.
-    #[arg(long, value_name = "Q|off", default_value = "1")]
+    #[arg(
+        long,
+        value_name = "Q|off",
+        default_value = "1",
+        allow_hyphen_values = true
+    )]
     pub parker: String,
     /// Where to compute.
     #[command(flatten)]
@@ -192,11 +214,12 @@ pub struct ReconstructArgs {
     /// The method.
     #[arg(long, short, value_enum, value_name = "ALGORITHM")]
     pub algorithm: Algorithm,
-    /// Number of iterations (OSEM: passes over all subsets).
-    #[arg(long, short = 'n', value_name = "N")]
+    /// Number of iterations (OSEM: passes over all subsets), 1 ..= 100000.
+    #[arg(long, short = 'n', value_name = "N", value_parser = parse_iterations,
+          allow_negative_numbers = true)]
     pub iterations: usize,
     /// OSEM: number of view subsets (default 10, at most the number of views).
-    #[arg(long, value_name = "K")]
+    #[arg(long, value_name = "K", value_parser = parse_positive, allow_negative_numbers = true)]
     pub subsets: Option<usize>,
     /// SIRT: clamp the iterate to x ≥ 0 after each update.
     #[arg(long)]
@@ -206,7 +229,8 @@ pub struct ReconstructArgs {
     /// with the grids' resolutions; it scales with the data (y → c·y: λ → c·λ) and with the
     /// noise level. A weight λₛ of plain sums ½Σ(Ax − y)² + λₛΣ|Dx| is λₛ·w_data·h/w_volume
     /// here (`rodl info` prints both weights). `rodl demo`: λ = 0.01.
-    #[arg(long, value_name = "λ")]
+    #[arg(long, value_name = "λ", value_parser = parse_non_negative,
+          allow_negative_numbers = true)]
     pub tv_weight: Option<f64>,
     /// Where to compute.
     #[command(flatten)]
@@ -228,13 +252,21 @@ pub struct DemoArgs {
     /// Folder for the PNGs, the data and the summary (created if missing).
     #[arg(long, value_name = "DIR", default_value = ".")]
     pub output_dir: PathBuf,
-    /// Image size N (an N × N phantom).
-    #[arg(long, value_name = "N", default_value_t = 256)]
+    /// Image size N (an N × N phantom), 16 ..= 4096.
+    #[arg(long, value_name = "N", default_value_t = 256, value_parser = parse_size,
+          allow_negative_numbers = true)]
     pub size: usize,
-    /// Compute device (default: GPU 0 when one is usable, else the CPU).
-    #[arg(long, value_name = "DEVICE")]
+    /// Compute device: `cpu`, `cuda` (or `gpu`), `cuda:N` (default: GPU 0 when one is
+    /// usable, else the CPU).
+    #[arg(long, value_name = "DEVICE", allow_hyphen_values = true)]
     pub device: Option<String>,
     /// No progress bars.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+/// `demo --size N`: the demo's documented range.
+fn parse_size(text: &str) -> Result<usize, String> {
+    use crate::commands::demo::{MAX_SIZE, MIN_SIZE};
+    crate::limits::whole_in(text, MIN_SIZE as u64, MAX_SIZE as u64).map(|n| n as usize)
 }

@@ -16,26 +16,64 @@ use rodl::{Device, Scalar, Space};
 
 use crate::args::DeviceArgs;
 use crate::image::ImageArgs;
-use crate::io::{AnyArray, AtomicOutput, NpyScalar};
+use crate::io::{check_finite, write_npy, AnyArray, NpyScalar};
+use crate::output::{check_distinct, Outputs, Slot};
 use crate::Failure;
 
-/// Writes a command's result `x` (an element of a volume space, on any device): the `.npy`
-/// output prepared by `out` and, when asked, its PNG. The `.npy` file appears under its name
-/// only after both are complete; if that last rename fails the PNG is removed again.
+/// What may make a result overflow, for the message when it is not finite.
+pub const OVERFLOW_HINT: &str = "the input's values or the geometry's extents are too large \
+                                 for the precision (float32 overflows beyond 3.4e38)";
+
+/// The outputs of a command that writes `output` (`--output`) and maybe a PNG: checked to be
+/// distinct from each other and from the `inputs` (option name, path), and prepared.
+pub struct ResultOutputs {
+    /// The set.
+    pub outputs: Outputs,
+    /// The `.npy` output.
+    pub npy: Slot,
+    /// The PNG output.
+    pub png: Option<Slot>,
+}
+
+impl ResultOutputs {
+    /// Checks and prepares `--output` and `--png`.
+    pub fn prepare(
+        output: &Path,
+        image: &ImageArgs,
+        inputs: &[(&str, &Path)],
+    ) -> Result<ResultOutputs, Failure> {
+        let mut names = vec![("--output", output)];
+        if let Some(png) = &image.png {
+            names.push(("--png", png.as_path()));
+        }
+        check_distinct(&names, inputs)?;
+        let mut outputs = Outputs::new();
+        let npy = outputs.prepare(output)?;
+        let png = image.prepare(&mut outputs)?;
+        Ok(ResultOutputs { outputs, npy, png })
+    }
+}
+
+/// Writes a command's result `x` (an element of a volume space, on any device; `what` names
+/// it in messages): the `.npy` output and, when asked, its PNG, as one unit. A result with
+/// non-finite values is an error and nothing is written.
 pub fn write_result<T: NpyScalar>(
-    out: AtomicOutput,
-    file: std::fs::File,
+    out: ResultOutputs,
     x: &rodl::Element<T>,
     image: &ImageArgs,
+    what: &str,
 ) -> Result<(), Failure> {
+    let ResultOutputs {
+        mut outputs,
+        npy,
+        png,
+    } = out;
     let host = x.to_host()?;
-    let pending = out.fill(file, &T::wrap(host.as_array()?.to_owned()))?;
-    image.write(&host)?;
-    pending.commit().inspect_err(|_| {
-        if let Some(png) = &image.png {
-            let _ = std::fs::remove_file(png);
-        }
-    })
+    check_finite(&host.as_array()?, what, OVERFLOW_HINT)?;
+    image.write(&mut outputs, png, &host)?;
+    let array = T::wrap(host.into_array()?);
+    outputs.write(npy, |w| write_npy(w, &array))?;
+    outputs.commit()
 }
 
 /// A geometry file, read and checked.
@@ -49,24 +87,22 @@ pub struct Setup {
 impl Setup {
     /// Reads and checks the geometry file.
     pub fn load(path: &Path) -> Result<Setup, Failure> {
-        let spec = TomoSpec::from_file(path).map_err(|e| match e {
-            rodl::Error::Io { path, message } => {
-                Failure::new(format!("cannot read {}: {message}", path.display()))
-            }
-            e => Failure::from(e),
-        })?;
-        let geometry = spec
-            .geometry
-            .build()
-            .map_err(|e| Failure::new(format!("{}: {e}", path.display())))?;
-        // Check the volume now, so that `info` reports a bad one too.
-        spec.volume
-            .space::<f64>()
-            .map_err(|e| Failure::new(format!("{}: invalid volume: {e}", path.display())))?;
+        let text = crate::io::read_geometry_text(path)?;
+        Setup::from_text(&text)
+            .map_err(|f| Failure::new(format!("{}: {}", path.display(), f.message)))
+    }
+
+    /// Parses and checks the text of a geometry file.
+    pub fn from_text(text: &str) -> Result<Setup, Failure> {
+        let spec = TomoSpec::from_json(text)?;
+        // Check the volume first, so that `info` reports a bad one too.
+        spec.volume.check()?;
+        crate::limits::check_geometry_size(&spec.geometry)?;
+        let geometry = spec.geometry.build()?;
+        spec.volume.space::<f64>()?;
         if spec.volume.shape.len() != geometry.ndim() {
             return Err(Failure::new(format!(
-                "{}: a {}D geometry needs a {}D volume, got volume.shape {:?}",
-                path.display(),
+                "a {}D geometry needs a {}D volume, got `volume.shape` {:?}",
                 geometry.ndim(),
                 geometry.ndim(),
                 spec.volume.shape
@@ -106,6 +142,12 @@ impl Setup {
     }
 }
 
+/// Parses `--device` (a usage error when it names no device).
+pub fn parse_device(text: &str) -> Result<Device, Failure> {
+    text.parse::<Device>()
+        .map_err(|e| Failure::usage(format!("--device: {}", crate::error_message(&e))))
+}
+
 /// The device a command computes on, and the ray-transform backend that goes with it.
 #[derive(Clone, Debug)]
 pub struct Compute {
@@ -118,8 +160,7 @@ pub struct Compute {
 impl Compute {
     /// The device and backend selected by `--device` and `--threads`, checked to be usable.
     pub fn from_args(args: &DeviceArgs) -> Result<Compute, Failure> {
-        let device: Device = args.device.parse()?;
-        Compute::new(device, args.threads)
+        Compute::new(parse_device(&args.device)?, args.threads)
     }
 
     /// The device `device` with `threads` CPU worker threads (CPU only), checked to be usable.
@@ -128,7 +169,7 @@ impl Compute {
             (Device::Cpu, None) => Backend::default(),
             (Device::Cpu, Some(n)) => Backend::cpu_threads(n),
             (Device::Cuda(_), Some(_)) => {
-                return Err(Failure::new("--threads applies only to --device cpu"))
+                return Err(Failure::usage("--threads applies only to --device cpu"))
             }
             (Device::Cuda(id), None) => Backend::cuda(id),
         };

@@ -1,13 +1,14 @@
-//! PNG pictures of results: `--png`, `--window` and `--slice`, written through
-//! `rodl::io` (atomically).
+//! PNG pictures of results: `--png`, `--window` and `--slice`, encoded by `rodl::io` and
+//! written with the command's other outputs (see [`crate::output`]).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::str::FromStr;
 
 use clap::Args;
-use rodl::io::{write_png, write_png_slice, Window};
+use rodl::io::{encode_gray_png, slice_to_gray8, to_gray8, Window};
 use rodl::{Element, Scalar};
 
+use crate::output::{Outputs, Slot};
 use crate::Failure;
 
 /// The PNG options shared by the commands that write an image or a volume.
@@ -18,17 +19,12 @@ pub struct ImageArgs {
     #[arg(long, value_name = "OUT.png")]
     pub png: Option<PathBuf>,
     /// Gray-level window of the PNG: `LO:HI` (LO black, HI white, values outside clipped) or
-    /// `auto` (the picture's own range).
-    #[arg(
-        long,
-        value_name = "LO:HI",
-        default_value = "auto",
-        allow_hyphen_values = true
-    )]
-    pub window: WindowArg,
+    /// `auto` (the picture's own range; the default).
+    #[arg(long, value_name = "LO:HI", allow_hyphen_values = true)]
+    pub window: Option<WindowArg>,
     /// For a 3D volume, the slice shown in the PNG: `AXIS:INDEX` (axis 0, 1 or 2; default the
     /// middle slice along z, `2:nz/2`).
-    #[arg(long, value_name = "AXIS:INDEX")]
+    #[arg(long, value_name = "AXIS:INDEX", allow_hyphen_values = true)]
     pub slice: Option<SliceArg>,
 }
 
@@ -79,107 +75,80 @@ impl FromStr for SliceArg {
 }
 
 impl ImageArgs {
-    /// Checks, before any work, that the PNG can be written for data of shape `shape` and does
-    /// not collide with the other outputs (`others`).
-    pub fn check(&self, shape: &[usize], others: &[&Path]) -> Result<(), Failure> {
-        let Some(png) = &self.png else {
+    /// Checks the options by themselves: `--slice` and `--window` need `--png`.
+    pub fn check_options(&self) -> Result<(), Failure> {
+        if self.png.is_none() {
             if self.slice.is_some() {
-                return Err(Failure::new("--slice needs --png"));
+                return Err(Failure::usage("--slice needs --png"));
             }
+            if self.window.is_some() {
+                return Err(Failure::usage("--window needs --png"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks, before any work, the PNG options for data of shape `shape` (usage errors) and
+    /// that the PNG can be written.
+    pub fn check(&self, shape: &[usize]) -> Result<(), Failure> {
+        self.check_options()?;
+        let Some(png) = &self.png else {
             return Ok(());
         };
-        if others.iter().any(|o| same_file(o, png)) {
-            return Err(Failure::new(format!(
-                "--png {} is also another output of the command",
-                png.display()
-            )));
-        }
-        check_writable(png)?;
+        crate::output::check_target(png)?;
         match (shape.len(), self.slice) {
-            (2, Some(_)) => Err(Failure::new("--slice applies to 3D volumes only")),
+            (2, Some(_)) => Err(Failure::usage("--slice applies to 3D volumes only")),
             (3, Some(SliceArg { axis, index })) if index >= shape[axis] => {
-                Err(Failure::new(format!(
-                    "--slice {axis}:{index} is out of range: axis {axis} has {} slices",
-                    shape[axis]
+                Err(Failure::usage(format!(
+                    "--slice {axis}:{index} is out of range: axis {axis} has {} slices \
+                     (0..={})",
+                    shape[axis],
+                    shape[axis] - 1
                 )))
             }
             _ => Ok(()),
         }
     }
 
-    /// Writes the PNG of `x` (host element) if `--png` was given.
-    pub fn write<T: Scalar>(&self, x: &Element<T>) -> Result<(), Failure> {
-        let Some(png) = &self.png else {
+    /// Prepares the PNG output, if `--png` was given.
+    pub fn prepare(&self, outputs: &mut Outputs) -> Result<Option<Slot>, Failure> {
+        self.png.as_deref().map(|p| outputs.prepare(p)).transpose()
+    }
+
+    /// Writes the PNG of `x` (host element) into its prepared output `slot`.
+    pub fn write<T: Scalar>(
+        &self,
+        outputs: &mut Outputs,
+        slot: Option<Slot>,
+        x: &Element<T>,
+    ) -> Result<(), Failure> {
+        let Some(slot) = slot else {
             return Ok(());
         };
-        write_picture(png, x, self.window.0, self.slice)
+        let window = self.window.map(|w| w.0).unwrap_or_default();
+        outputs.write_bytes(slot, &png_bytes(x, window, self.slice)?)
     }
 }
 
-/// Writes a 2D host element, or a slice of a 3D one (default: the middle z slice), as PNG.
-pub fn write_picture<T: Scalar>(
-    path: &Path,
+/// The PNG of a 2D host element, or of a slice of a 3D one (default: the middle z slice).
+pub fn png_bytes<T: Scalar>(
     x: &Element<T>,
     window: Window,
     slice: Option<SliceArg>,
-) -> Result<(), Failure> {
+) -> Result<Vec<u8>, Failure> {
     let shape = x.shape().map(<[usize]>::to_vec).unwrap_or_default();
-    let written = if shape.len() == 3 {
+    let image = if shape.len() == 3 {
         let s = slice.unwrap_or(SliceArg {
             axis: 2,
             index: shape[2] / 2,
         });
-        write_png_slice(path, x, s.axis, s.index, window)
+        slice_to_gray8(x, s.axis, s.index, window)?
     } else {
-        write_png(path, x, window)
+        to_gray8(x, window)?
     };
-    written.map_err(|e| match e {
-        rodl::Error::Io { path, message } => {
-            Failure::new(format!("cannot write {}: {message}", path.display()))
-        }
-        e => Failure::new(format!("cannot write {}: {e}", path.display())),
-    })
-}
-
-/// Whether two output paths name the same file (compared as given and, when their
-/// directories exist, canonicalised).
-pub fn same_file(a: &Path, b: &Path) -> bool {
-    if a == b {
-        return true;
-    }
-    let canon = |p: &Path| -> Option<PathBuf> {
-        let dir = match p.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        Some(dir.canonicalize().ok()?.join(p.file_name()?))
-    };
-    matches!((canon(a), canon(b)), (Some(x), Some(y)) if x == y)
-}
-
-/// Fails early when `path` cannot be an output file: it is a directory, or its directory is
-/// missing or not a directory.
-pub fn check_writable(path: &Path) -> Result<(), Failure> {
-    if path.is_dir() {
-        return Err(Failure::new(format!(
-            "cannot write {}: it is a directory",
-            path.display()
-        )));
-    }
-    if path.file_name().is_none() {
-        return Err(Failure::new(format!(
-            "cannot write {}: not a file name",
-            path.display()
-        )));
-    }
-    match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() && !d.is_dir() => Err(Failure::new(format!(
-            "cannot write {}: {} is not a directory",
-            path.display(),
-            d.display()
-        ))),
-        _ => Ok(()),
-    }
+    let mut bytes = Vec::new();
+    encode_gray_png(&mut bytes, &image)?;
+    Ok(bytes)
 }
 
 #[cfg(test)]

@@ -1,12 +1,16 @@
-//! `.npy` input (float32/float64, finite values only) and atomic output files.
+//! Input files — `.npy` arrays (float32/float64, finite values only) and geometry files —
+//! read with bounds: only regular files, never more bytes than they should hold, and sizes
+//! checked against the memory limit before anything is allocated. And `.npy` output.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{BufReader, BufWriter, Read, Write};
-use std::path::{Path, PathBuf};
+use std::fs::{File, OpenOptions};
+use std::io::{BufReader, Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
 
-use ndarray::{ArrayD, Dimension};
+use ndarray::{ArrayD, ArrayViewD, Dimension};
 use ndarray_npy::{ReadNpyExt, WriteNpyExt};
 
+use crate::output::WriteError;
 use crate::Failure;
 
 /// The element type of an `.npy` file that rodl can read.
@@ -54,25 +58,27 @@ impl AnyArray {
     }
 
     /// The number of non-finite entries (NaN, ±Inf) and the index of the first one.
-    fn non_finite(&self) -> (usize, Option<Vec<usize>>) {
-        fn count<T: num_traits::Float>(a: &ArrayD<T>) -> (usize, Option<Vec<usize>>) {
-            let mut n = 0;
-            let mut first = None;
-            for (idx, v) in a.indexed_iter() {
-                if !v.is_finite() {
-                    n += 1;
-                    if first.is_none() {
-                        first = Some(idx.slice().to_vec());
-                    }
-                }
-            }
-            (n, first)
-        }
+    pub fn non_finite(&self) -> (usize, Option<Vec<usize>>) {
         match self {
-            AnyArray::F32(a) => count(a),
-            AnyArray::F64(a) => count(a),
+            AnyArray::F32(a) => non_finite(&a.view()),
+            AnyArray::F64(a) => non_finite(&a.view()),
         }
     }
+}
+
+/// The number of non-finite entries (NaN, ±Inf) of `a` and the index of the first one.
+fn non_finite<T: num_traits::Float>(a: &ArrayViewD<'_, T>) -> (usize, Option<Vec<usize>>) {
+    let mut n = 0;
+    let mut first = None;
+    for (idx, v) in a.indexed_iter() {
+        if !v.is_finite() {
+            n += 1;
+            if first.is_none() {
+                first = Some(idx.slice().to_vec());
+            }
+        }
+    }
+    (n, first)
 }
 
 /// The precisions that `.npy` files hold here: wraps an array of them as an [`AnyArray`].
@@ -95,19 +101,89 @@ impl NpyScalar for f64 {
 
 const MAGIC: &[u8] = b"\x93NUMPY";
 
-/// Reads the header of an `.npy` file and returns its type descriptor (`descr`), e.g. `<f4`.
-fn read_descr(path: &Path) -> Result<String, Failure> {
-    let bad = |what: &str| {
-        Failure::new(format!(
-            "{}: not a valid .npy file ({what})",
+/// The largest `.npy` header read, in bytes.
+const MAX_HEADER: usize = 1 << 16;
+
+/// Opens `path`, given as `option` (`--input`), for reading: only a regular file is accepted
+/// (a FIFO or a device could block or never end). Returns the file and its length.
+pub fn open_regular(path: &Path, option: &str) -> Result<(File, u64), Failure> {
+    // O_NONBLOCK: opening a FIFO does not wait for a writer (it is refused just after).
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| Failure::io("cannot read", path, &e))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| Failure::io("cannot read", path, &e))?;
+    if !meta.is_file() {
+        use std::os::unix::fs::FileTypeExt;
+        let t = meta.file_type();
+        let what = if meta.is_dir() {
+            "a directory"
+        } else if t.is_fifo() {
+            "a FIFO (named pipe)"
+        } else if t.is_char_device() || t.is_block_device() {
+            "a device"
+        } else if t.is_socket() {
+            "a socket"
+        } else {
+            "not a regular file"
+        };
+        return Err(Failure::new(format!(
+            "cannot read {option} {}: it is {what}; {option} must be a regular file",
             path.display()
+        )));
+    }
+    Ok((file, meta.len()))
+}
+
+/// Reads the geometry file `path` (given as `--geometry`): a regular UTF-8 file of at most
+/// [`crate::limits::MAX_GEOMETRY_BYTES`] bytes.
+pub fn read_geometry_text(path: &Path) -> Result<String, Failure> {
+    let (file, len) = open_regular(path, "--geometry")?;
+    let max = crate::limits::MAX_GEOMETRY_BYTES;
+    if len > max {
+        return Err(Failure::new(format!(
+            "cannot read --geometry {}: it has {len} bytes, more than the {max} bytes a \
+             geometry file may have",
+            path.display()
+        )));
+    }
+    let mut bytes = Vec::new();
+    file.take(max + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Failure::io("cannot read", path, &e))?;
+    String::from_utf8(bytes).map_err(|e| {
+        Failure::new(format!(
+            "{}: not a text file in UTF-8 (invalid byte at offset {})",
+            path.display(),
+            e.utf8_error().valid_up_to()
         ))
-    };
-    let mut file = File::open(path).map_err(|e| Failure::io("cannot read", path, &e))?;
+    })
+}
+
+/// The parts of an `.npy` header that rodl uses.
+#[derive(Debug, PartialEq)]
+struct Header {
+    /// The type descriptor, e.g. `<f4`.
+    descr: String,
+    /// The shape.
+    shape: Vec<usize>,
+    /// The header's length with the preamble: where the data start.
+    data_offset: u64,
+    /// The bytes read: the preamble, the header and any data read with them.
+    raw: Vec<u8>,
+}
+
+/// Reads and checks the header of an `.npy` file. The header's length and the nesting of its
+/// brackets are bounded before the dictionary is parsed (by `ndarray-npy`, whose reading of
+/// the data follows the same parse).
+fn read_header(file: &mut impl Read) -> Result<Header, String> {
     let mut pre = [0u8; 12];
-    let n = read_up_to(&mut file, &mut pre).map_err(|e| Failure::io("cannot read", path, &e))?;
+    let n = read_up_to(file, &mut pre).map_err(|e| crate::io_message(&e))?;
     if n < 10 || &pre[..6] != MAGIC {
-        return Err(bad("missing the \\x93NUMPY magic"));
+        return Err("not an .npy file (no \\x93NUMPY magic at the start)".into());
     }
     let (len, start) = match pre[6] {
         1 => (u16::from_le_bytes([pre[8], pre[9]]) as usize, 10),
@@ -115,22 +191,54 @@ fn read_descr(path: &Path) -> Result<String, Failure> {
             u32::from_le_bytes([pre[8], pre[9], pre[10], pre[11]]) as usize,
             12,
         ),
-        v => return Err(bad(&format!("unsupported format version {v}"))),
+        v => return Err(format!("unsupported .npy format version {v}")),
     };
-    if len > 1 << 20 {
-        return Err(bad("header too long"));
+    if len > MAX_HEADER {
+        return Err(format!(
+            "an .npy header of {len} bytes, more than the {MAX_HEADER} rodl reads"
+        ));
     }
-    let mut header = pre[start..n].to_vec();
-    header.resize(len, 0);
-    let have = n - start;
-    if have < len {
-        file.read_exact(&mut header[have..])
-            .map_err(|_| bad("truncated header"))?;
+    let mut bytes = pre[..n].to_vec();
+    let have = bytes.len();
+    if have < start + len {
+        bytes.resize(start + len, 0);
+        file.read_exact(&mut bytes[have..])
+            .map_err(|_| "the .npy header is truncated".to_string())?;
     }
-    header.truncate(len);
-    let text = String::from_utf8_lossy(&header);
-    parse_descr(&text).ok_or_else(|| bad("no 'descr' in the header"))
+    let raw = bytes.clone();
+    bytes.truncate(start + len);
+    let mut depth = 0usize;
+    for &c in &bytes[start..] {
+        match c {
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        if depth > MAX_NESTING {
+            return Err("not a valid .npy header (brackets nested too deeply)".into());
+        }
+    }
+    let header = ndarray_npy::npy::header::Header::from_reader(&mut bytes.as_slice())
+        .map_err(|e| format!("not a valid .npy header ({e})"))?;
+    let descr = match header.type_descriptor.as_string() {
+        Some(s) => s.clone(),
+        None => {
+            return Err(format!(
+                "unsupported dtype {} (rodl reads float32 and float64 .npy files)",
+                header.type_descriptor
+            ))
+        }
+    };
+    Ok(Header {
+        descr,
+        shape: header.shape,
+        data_offset: (start + len) as u64,
+        raw,
+    })
 }
+
+/// The deepest nesting of brackets accepted in an `.npy` header (NumPy writes 2).
+const MAX_NESTING: usize = 8;
 
 fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
     let mut n = 0;
@@ -143,17 +251,6 @@ fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
         }
     }
     Ok(n)
-}
-
-/// Extracts the value of `'descr'` from a header dictionary such as
-/// `{'descr': '<f4', 'fortran_order': False, 'shape': (64, 64), }`.
-fn parse_descr(header: &str) -> Option<String> {
-    let rest = &header[header.find("descr")? + "descr".len()..];
-    let rest = rest.trim_start_matches(['\'', '"']).trim_start();
-    let rest = rest.strip_prefix(':')?.trim_start();
-    let quote = rest.chars().next().filter(|c| *c == '\'' || *c == '"')?;
-    let body = &rest[1..];
-    Some(body[..body.find(quote)?].to_string())
 }
 
 /// Reads a float32 or float64 `.npy` file (the type is taken from the header) whose entries
@@ -171,172 +268,167 @@ pub fn read_array(path: &Path) -> Result<AnyArray, Failure> {
     Ok(array)
 }
 
-/// Reads a float32 or float64 `.npy` file, any values.
-fn read_any(path: &Path) -> Result<AnyArray, Failure> {
-    let descr = read_descr(path)?;
-    let dtype = match descr.as_str() {
-        "<f4" | ">f4" => Dtype::F32,
-        "<f8" | ">f8" => Dtype::F64,
+/// Reads a float32 or float64 `.npy` array from `bytes` (the whole file), checking the header
+/// against the length first. For tests of the reader on arbitrary bytes.
+#[cfg(test)]
+pub fn read_npy_bytes(bytes: &[u8]) -> Result<AnyArray, String> {
+    let mut rest = bytes;
+    let header = read_header(&mut rest)?;
+    let dtype = check_header(&header, bytes.len() as u64)?;
+    read_data(header.raw.as_slice().chain(rest), dtype).map_err(|e| e.to_string())
+}
+
+/// Checks a header against the file's length and the memory limit; returns the dtype.
+fn check_header(header: &Header, file_len: u64) -> Result<Dtype, String> {
+    let dtype = match header.descr.as_str() {
+        "<f4" | ">f4" | "=f4" => Dtype::F32,
+        "<f8" | ">f8" | "=f8" => Dtype::F64,
         other => {
-            return Err(Failure::new(format!(
-                "{}: unsupported dtype {other:?} (rodl reads float32 and float64 .npy files)",
-                path.display()
-            )))
+            return Err(format!(
+                "unsupported dtype {other:?} (rodl reads float32 and float64 .npy files)"
+            ))
         }
     };
-    let file = File::open(path).map_err(|e| Failure::io("cannot read", path, &e))?;
-    let reader = BufReader::new(file);
-    let bad = |e: ndarray_npy::ReadNpyError| {
-        Failure::new(format!(
-            "{}: cannot read the .npy data: {e}",
-            path.display()
-        ))
+    let size = match dtype {
+        Dtype::F32 => 4u128,
+        Dtype::F64 => 8u128,
     };
+    // ndarray refuses (by a panic in ndarray-npy) a shape whose non-zero lengths multiply
+    // beyond isize::MAX, even when another length is 0.
+    let nonzero = header
+        .shape
+        .iter()
+        .filter(|&&n| n != 0)
+        .try_fold(size, |a, &n| a.checked_mul(n as u128))
+        .unwrap_or(u128::MAX);
+    if nonzero > isize::MAX as u128 {
+        return Err(format!(
+            "the header's shape {:?} has too many entries",
+            header.shape
+        ));
+    }
+    let bytes = header
+        .shape
+        .iter()
+        .try_fold(size, |a, &n| a.checked_mul(n as u128))
+        .unwrap_or(u128::MAX);
+    let have = u128::from(file_len.saturating_sub(header.data_offset));
+    if bytes != have {
+        return Err(format!(
+            "the header's shape {:?} of {} needs {bytes} bytes of data, but the file has {have}",
+            header.shape,
+            dtype.name()
+        ));
+    }
+    rodl::memory::check_host_bytes(&format!("an array of shape {:?}", header.shape), bytes)
+        .map_err(|e| e.to_string())?;
+    Ok(dtype)
+}
+
+fn read_data(reader: impl Read, dtype: Dtype) -> Result<AnyArray, ndarray_npy::ReadNpyError> {
     Ok(match dtype {
-        Dtype::F32 => AnyArray::F32(ArrayD::<f32>::read_npy(reader).map_err(bad)?),
-        Dtype::F64 => AnyArray::F64(ArrayD::<f64>::read_npy(reader).map_err(bad)?),
+        Dtype::F32 => AnyArray::F32(ArrayD::<f32>::read_npy(reader)?),
+        Dtype::F64 => AnyArray::F64(ArrayD::<f64>::read_npy(reader)?),
     })
 }
 
-/// An output file being written: data go to a hidden temporary file in the target's
-/// directory, which [`AtomicOutput::write`] renames onto the target. Dropping it unwritten
-/// (an error, or a panic unwinding) removes the temporary file, so a failed run leaves nothing.
-pub struct AtomicOutput {
-    target: PathBuf,
-    temp: PathBuf,
-    done: bool,
+/// Reads a float32 or float64 `.npy` file, any values.
+fn read_any(path: &Path) -> Result<AnyArray, Failure> {
+    let (mut file, len) = open_regular(path, "--input")?;
+    let bad = |why: String| Failure::new(format!("{}: {why}", path.display()));
+    let header = read_header(&mut file).map_err(bad)?;
+    let dtype = check_header(&header, len).map_err(bad)?;
+    // The data are read after the very header bytes that were checked (and the file after
+    // them is read to its checked length at most), even if the file changes meanwhile.
+    let data_len = len.saturating_sub(header.data_offset);
+    let already = (header.raw.len() as u64).saturating_sub(header.data_offset);
+    let rest = BufReader::new(file).take(data_len.saturating_sub(already));
+    read_data(header.raw.as_slice().chain(rest), dtype)
+        .map_err(|e| bad(format!("cannot read the .npy data: {e}")))
 }
 
-impl AtomicOutput {
-    /// Prepares to write `target`: checks that it is not a directory and creates the temporary
-    /// file next to it (which fails early when the directory is missing or not writable).
-    pub fn create(target: &Path) -> Result<(AtomicOutput, File), Failure> {
-        if target.is_dir() {
-            return Err(Failure::new(format!(
-                "cannot write {}: it is a directory",
-                target.display()
-            )));
-        }
-        let name = target.file_name().ok_or_else(|| {
-            Failure::new(format!(
-                "cannot write {}: not a file name",
-                target.display()
-            ))
-        })?;
-        let dir = match target.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        let pid = std::process::id();
-        let mut last_err = None;
-        for attempt in 0..100u32 {
-            let temp = dir.join(format!(
-                ".{}.rodl-tmp-{pid}-{attempt}",
-                name.to_string_lossy()
-            ));
-            match OpenOptions::new().write(true).create_new(true).open(&temp) {
-                Ok(file) => {
-                    let out = AtomicOutput {
-                        target: target.to_path_buf(),
-                        temp,
-                        done: false,
-                    };
-                    return Ok((out, file));
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => {
-                    last_err = Some(e);
-                    break;
-                }
-            }
-        }
-        let e = last_err.unwrap_or_else(|| std::io::Error::other("no free temporary file name"));
-        Err(Failure::io("cannot write", target, &e))
-    }
-
-    /// Renames the finished temporary file onto the target.
-    fn commit(mut self) -> Result<(), Failure> {
-        fs::rename(&self.temp, &self.target)
-            .map_err(|e| Failure::io("cannot write", &self.target, &e))?;
-        self.done = true;
-        Ok(())
-    }
+/// Writes `array` as `.npy` to `out`.
+pub fn write_npy(out: &mut dyn Write, array: &AnyArray) -> Result<(), WriteError> {
+    let written = match array {
+        AnyArray::F32(a) => a.write_npy(out),
+        AnyArray::F64(a) => a.write_npy(out),
+    };
+    written.map_err(|e| match e {
+        ndarray_npy::WriteNpyError::Io(e) => WriteError::Io(e),
+        e => WriteError::Failure(Failure::new(format!("cannot write the .npy data: {e}"))),
+    })
 }
 
-impl Drop for AtomicOutput {
-    fn drop(&mut self) {
-        if !self.done {
-            let _ = fs::remove_file(&self.temp);
-        }
+/// Errors unless every entry of `array` is finite; `what` says what it is ("the
+/// reconstruction") and `hint` what may have caused overflow.
+pub fn check_finite<T: num_traits::Float>(
+    array: &ArrayViewD<'_, T>,
+    what: &str,
+    hint: &str,
+) -> Result<(), Failure> {
+    if let (n @ 1.., Some(first)) = non_finite(array) {
+        return Err(Failure::new(format!(
+            "{what} has {n} non-finite value{} (NaN or Inf; the first at index {first:?}), so \
+             nothing was written: {hint}",
+            if n == 1 { "" } else { "s" }
+        )));
     }
-}
-
-impl AtomicOutput {
-    /// Writes `array` as `.npy` into the temporary `file` and renames it onto the target:
-    /// either the complete file appears under its name, or nothing does.
-    pub fn write(self, file: File, array: &AnyArray) -> Result<(), Failure> {
-        self.fill(file, array)?.commit()
-    }
-
-    /// Writes `array` as `.npy` into the temporary `file` without renaming it yet: the result
-    /// is committed with [`Pending::commit`] (after the other outputs of a command have been
-    /// written) or removed when dropped.
-    pub fn fill(self, file: File, array: &AnyArray) -> Result<Pending, Failure> {
-        let target = self.target.clone();
-        let mut writer = BufWriter::new(file);
-        let written = match array {
-            AnyArray::F32(a) => a.write_npy(&mut writer),
-            AnyArray::F64(a) => a.write_npy(&mut writer),
-        };
-        written.map_err(|e| Failure::new(format!("cannot write {}: {e}", target.display())))?;
-        let file = writer
-            .into_inner()
-            .map_err(|e| Failure::io("cannot write", &target, e.error()))?;
-        file.sync_all()
-            .map_err(|e| Failure::io("cannot write", &target, &e))?;
-        drop(file);
-        Ok(Pending(self))
-    }
-
-    /// Writes `bytes` (a text file, …) into the temporary `file` and renames it onto the
-    /// target.
-    pub fn write_bytes(self, mut file: File, bytes: &[u8]) -> Result<(), Failure> {
-        let target = self.target.clone();
-        file.write_all(bytes)
-            .and_then(|()| file.sync_all())
-            .map_err(|e| Failure::io("cannot write", &target, &e))?;
-        drop(file);
-        self.commit()
-    }
-}
-
-/// A complete output in its temporary file, waiting to be renamed onto its target (removed
-/// when dropped uncommitted).
-pub struct Pending(AtomicOutput);
-
-impl Pending {
-    /// Renames the temporary file onto the target.
-    pub fn commit(self) -> Result<(), Failure> {
-        self.0.commit()
-    }
-}
-
-/// Writes the text `text` to `path` atomically.
-pub fn write_text(path: &Path, text: &str) -> Result<(), Failure> {
-    let (out, file) = AtomicOutput::create(path)?;
-    out.write_bytes(file, text.as_bytes())
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
-    use super::parse_descr;
+    use super::*;
+
+    /// An `.npy` file of version 1 with this header dictionary and `data` bytes.
+    fn npy(dict: &str, data: &[u8]) -> Vec<u8> {
+        let mut header = dict.as_bytes().to_vec();
+        while (10 + header.len() + 1) % 64 != 0 {
+            header.push(b' ');
+        }
+        header.push(b'\n');
+        let mut out = b"\x93NUMPY\x01\x00".to_vec();
+        out.extend_from_slice(&(header.len() as u16).to_le_bytes());
+        out.extend_from_slice(&header);
+        out.extend_from_slice(data);
+        out
+    }
 
     #[test]
-    fn descr_is_parsed() {
-        let h = "{'descr': '<f4', 'fortran_order': False, 'shape': (64, 64), }";
-        assert_eq!(parse_descr(h).as_deref(), Some("<f4"));
-        let h = "{\"descr\":\">f8\", 'shape': ()}";
-        assert_eq!(parse_descr(h).as_deref(), Some(">f8"));
-        assert_eq!(parse_descr("{'shape': ()}"), None);
+    fn headers_are_checked_against_the_file_length() {
+        let ok = npy(
+            "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }",
+            &[0; 8],
+        );
+        assert_eq!(read_npy_bytes(&ok).map(|a| a.shape().to_vec()), Ok(vec![2]));
+        let huge = npy(
+            "{'descr': '<f4', 'fortran_order': False, 'shape': (64, 100000000000), }",
+            &[0; 16],
+        );
+        let e = read_npy_bytes(&huge).err().unwrap_or_default();
+        assert!(e.contains("needs 25600000000000 bytes"), "{e}");
+        let short = npy(
+            "{'descr': '<f8', 'fortran_order': False, 'shape': (3,), }",
+            &[0; 8],
+        );
+        assert!(read_npy_bytes(&short).is_err());
+        let deep = npy(
+            &format!("{{'descr': '<f4', 'shape': {}", "(".repeat(5000)),
+            &[],
+        );
+        assert!(read_npy_bytes(&deep).is_err());
+        let empty_huge = npy(
+            "{'descr': '<f4', 'fortran_order': False, 'shape': (0, 9223372036854775807, 4), }",
+            &[],
+        );
+        assert!(read_npy_bytes(&empty_huge).is_err());
+        let int = npy(
+            "{'descr': '<i4', 'fortran_order': False, 'shape': (2,), }",
+            &[0; 8],
+        );
+        assert!(read_npy_bytes(&int)
+            .err()
+            .unwrap_or_default()
+            .contains("unsupported dtype"));
     }
 }

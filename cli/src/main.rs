@@ -10,16 +10,23 @@
 //! rodl info        --geometry G.json
 //! ```
 //!
-//! Errors are reported as one line on stderr (`rodl: error: …`) with a non-zero exit status;
-//! output files are written atomically, so a failed run leaves none behind.
+//! Errors are reported as one line on stderr (`rodl: error: …`); the exit status is 2 for a
+//! usage error (an option or its value) and 1 for any other failure. A closed standard output
+//! (broken pipe) ends the command quietly with status 1. The output files of a command are
+//! written as one unit: all of them or none (see [`output`]).
 
 mod algorithm;
 mod args;
 mod commands;
 mod coverage;
+#[cfg(test)]
+mod fuzz;
 mod image;
 mod io;
+mod limits;
 mod noise;
+mod output;
+mod term;
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -29,35 +36,132 @@ use clap::Parser;
 use args::{Cli, Command};
 use commands::transform::Direction;
 
+/// How a failure ends the program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exit {
+    /// A usage error (an option or its value): status 2.
+    Usage,
+    /// Any other failure: status 1.
+    Error,
+    /// Standard output was closed by its reader: no message, status 1.
+    BrokenPipe,
+}
+
 /// A failure reported to the user as one line.
 #[derive(Debug)]
 pub struct Failure {
     message: String,
+    exit: Exit,
 }
 
 impl Failure {
-    /// A failure with this message.
+    /// A failure with this message (exit status 1).
     pub fn new(message: impl Into<String>) -> Self {
         Failure {
             message: message.into(),
+            exit: Exit::Error,
+        }
+    }
+
+    /// A usage error: an option or its value is wrong (exit status 2).
+    pub fn usage(message: impl Into<String>) -> Self {
+        Failure {
+            message: message.into(),
+            exit: Exit::Usage,
+        }
+    }
+
+    /// Standard output is a closed pipe: the command ends quietly.
+    pub fn broken_pipe() -> Self {
+        Failure {
+            message: String::new(),
+            exit: Exit::BrokenPipe,
         }
     }
 
     /// `"{action} {path}: {err}"`, for I/O errors.
     pub fn io(action: &str, path: &Path, err: &std::io::Error) -> Self {
-        Failure::new(format!("{action} {}: {err}", path.display()))
+        Failure::new(format!("{action} {}: {}", path.display(), io_message(err)))
+    }
+}
+
+/// An I/O error's message without the OS error number (`No space left on device`).
+pub fn io_message(err: &std::io::Error) -> String {
+    let text = err.to_string();
+    match text.find(" (os error") {
+        Some(i) => text[..i].to_string(),
+        None => text,
+    }
+}
+
+/// The message of a library error without the prefix of its kind ("invalid argument: ",
+/// "invalid configuration: ", …), which would stack with the command's own context.
+pub fn error_message(e: &rodl::Error) -> String {
+    match e {
+        rodl::Error::InvalidArgument(m) | rodl::Error::Config(m) | rodl::Error::Geometry(m) => {
+            m.strip_prefix("partition: ").unwrap_or(m).to_string()
+        }
+        rodl::Error::Io { path, message } => format!("{}: {message}", path.display()),
+        e => e.to_string(),
     }
 }
 
 impl From<rodl::Error> for Failure {
     fn from(e: rodl::Error) -> Self {
-        Failure::new(e.to_string())
+        Failure::new(error_message(&e))
     }
 }
 
-/// Joins a possibly multi-line message into one line.
+/// Joins a possibly multi-line message into one line, and writes numbers of more than 12
+/// digits in scientific notation (`1e308`, not 309 digits) — except in quoted words, which
+/// repeat what the user typed.
 fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
+    let words: Vec<String> = text
+        .split_whitespace()
+        .map(|w| {
+            if w.contains(['\'', '"', '`']) {
+                w.to_string()
+            } else {
+                shorten_numbers(w)
+            }
+        })
+        .collect();
+    words.join(" ")
+}
+
+/// Rewrites every run of more than 12 digits (with an optional fraction) in `word` as
+/// `{:e}` with at most 6 significant digits.
+fn shorten_numbers(word: &str) -> String {
+    let bytes = word.as_bytes();
+    let mut out = String::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i].is_ascii_digit() {
+            let start = i;
+            while i < bytes.len() && (bytes[i].is_ascii_digit() || bytes[i] == b'.') {
+                i += 1;
+            }
+            let run = &word[start..i];
+            let digits = run.bytes().filter(u8::is_ascii_digit).count();
+            match run.trim_end_matches('.').parse::<f64>() {
+                Ok(x) if digits > 12 && run.matches('.').count() <= 1 => {
+                    let short = format!("{x:.5e}");
+                    let (mantissa, exp) = short.split_once('e').unwrap_or((&short, "0"));
+                    let mantissa = mantissa.trim_end_matches('0').trim_end_matches('.');
+                    out.push_str(&format!("{mantissa}e{exp}"));
+                    if run.ends_with('.') {
+                        out.push('.');
+                    }
+                }
+                _ => out.push_str(run),
+            }
+        } else {
+            let c = word[i..].chars().next().unwrap_or(' ');
+            out.push(c);
+            i += c.len_utf8();
+        }
+    }
+    out
 }
 
 /// The essential part of a clap error: its text up to the first blank line, without the
@@ -85,7 +189,20 @@ fn run(cli: Cli) -> Result<(), Failure> {
     }
 }
 
+/// Reports `failure` on stderr (errors writing it are ignored: there is nowhere else to say
+/// it) and returns its exit status.
+fn report(failure: &Failure) -> ExitCode {
+    match failure.exit {
+        Exit::BrokenPipe => ExitCode::FAILURE,
+        exit => {
+            term::error_line(&format!("rodl: error: {}", one_line(&failure.message)));
+            ExitCode::from(if exit == Exit::Usage { 2 } else { 1 })
+        }
+    }
+}
+
 fn main() -> ExitCode {
+    output::install_signal_cleanup();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -96,17 +213,25 @@ fn main() -> ExitCode {
                     | ErrorKind::DisplayVersion
                     | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
             ) {
-                e.exit();
+                let text = e.render().to_string();
+                if e.use_stderr() {
+                    term::error_line(text.trim_end());
+                    return ExitCode::from(2);
+                }
+                return match term::print(&text) {
+                    Ok(()) if e.exit_code() == 0 => ExitCode::SUCCESS,
+                    Ok(()) => ExitCode::from(2),
+                    Err(f) => report(&f),
+                };
             }
-            eprintln!("rodl: error: {} (see `rodl --help`)", clap_message(&e));
-            return ExitCode::from(2);
+            return report(&Failure::usage(format!(
+                "{} (see `rodl --help`)",
+                clap_message(&e)
+            )));
         }
     };
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(f) => {
-            eprintln!("rodl: error: {}", one_line(&f.message));
-            ExitCode::FAILURE
-        }
+        Err(f) => report(&f),
     }
 }

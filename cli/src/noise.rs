@@ -6,8 +6,15 @@ use std::str::FromStr;
 
 use rand::rngs::StdRng;
 use rand::SeedableRng;
-use rodl::tomo::phantom::noise::{add_gaussian_noise, transmission_noise, NoiseLevel};
+use rodl::tomo::phantom::noise::{
+    add_gaussian_noise, transmission_noise, NoiseLevel, MAX_POISSON_MEAN,
+};
 use rodl::{Element, Result, Scalar, Space};
+
+use crate::Failure;
+
+/// The largest relative Gaussian noise level (a noise a million times the data).
+const MAX_RELATIVE: f64 = 1e6;
 
 /// A noise model of the command line.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -26,17 +33,17 @@ impl FromStr for Noise {
     fn from_str(s: &str) -> std::result::Result<Self, String> {
         let bad = || {
             format!(
-                "expected gaussian:REL (REL ≥ 0, e.g. gaussian:0.05) or poisson:PHOTONS \
-                 (PHOTONS > 0, e.g. poisson:1e4); got {s:?}"
+                "expected gaussian:REL (0 ≤ REL ≤ 1e6, e.g. gaussian:0.05) or poisson:PHOTONS \
+                 (0 < PHOTONS ≤ 1e15, e.g. poisson:1e4); got {s:?}"
             )
         };
         let (kind, value) = s.split_once(':').ok_or_else(bad)?;
         let value: f64 = value.trim().parse().map_err(|_| bad())?;
         match kind.trim().to_ascii_lowercase().as_str() {
-            "gaussian" | "gauss" | "normal" if value.is_finite() && value >= 0.0 => {
+            "gaussian" | "gauss" | "normal" if (0.0..=MAX_RELATIVE).contains(&value) => {
                 Ok(Noise::Gaussian(value))
             }
-            "poisson" if value.is_finite() && value > 0.0 => Ok(Noise::Poisson(value)),
+            "poisson" if value > 0.0 && value <= MAX_POISSON_MEAN => Ok(Noise::Poisson(value)),
             _ => Err(bad()),
         }
     }
@@ -67,6 +74,21 @@ impl Noise {
             Noise::Poisson(photons) => transmission_noise(space, data, photons, &mut rng),
         }
     }
+
+    /// A failure of [`Noise::apply`] in the command line's words (the library's message names
+    /// its function).
+    pub fn failure(&self, e: &rodl::Error) -> Failure {
+        let message = crate::error_message(e);
+        let message = message
+            .strip_prefix("transmission_noise: ")
+            .or_else(|| message.strip_prefix("add_gaussian_noise: "))
+            .unwrap_or(&message);
+        let option = match self {
+            Noise::Gaussian(_) => "gaussian",
+            Noise::Poisson(_) => "poisson",
+        };
+        Failure::new(format!("--noise {option}: {message}"))
+    }
 }
 
 #[cfg(test)]
@@ -80,6 +102,8 @@ mod tests {
         assert!("poisson:0".parse::<Noise>().is_err());
         assert!("gaussian:-1".parse::<Noise>().is_err());
         assert!("gaussian:inf".parse::<Noise>().is_err());
+        assert!("gaussian:1e38".parse::<Noise>().is_err());
+        assert!("poisson:1e300".parse::<Noise>().is_err());
         assert!("uniform:1".parse::<Noise>().is_err());
         assert!("gaussian".parse::<Noise>().is_err());
     }

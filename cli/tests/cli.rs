@@ -1411,3 +1411,709 @@ fn gpu_fbp_reconstruct_and_demo_agree_with_the_cpu() {
     ]);
     assert!(String::from_utf8_lossy(&res.stdout).contains("device:    cuda:0"));
 }
+
+// ------------------------------------------------ reliability: whatever the tool is given
+
+/// Runs `rodl` with `args` and extra environment variables.
+fn rodl_env(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rodl"));
+    cmd.args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("cannot start the rodl binary")
+}
+
+/// Asserts that `out` is a failure with exit status `code` and one good error line: it
+/// mentions `needle`, does not panic, stacks no error-kind prefixes, names no internal type
+/// and prints no number of 25 digits or more.
+#[track_caller]
+fn assert_message(out: &Output, code: i32, needle: &str) {
+    let err = stderr(out);
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "status {}: {err}",
+        out.status
+    );
+    assert!(!err.contains("panicked"), "panic: {err}");
+    assert!(
+        err.starts_with("rodl: error: ") && err.trim_end().lines().count() == 1,
+        "not one error line: {err:?}"
+    );
+    assert!(err.contains(needle), "{needle:?} not in {err:?}");
+    for bad in [
+        "invalid argument:",
+        "invalid configuration:",
+        "Spec",
+        "transmission_noise",
+        "Lipschitz",
+        "memory allocation",
+    ] {
+        assert!(!err.contains(bad), "{bad:?} in {err:?}");
+    }
+    let mut run = 0;
+    for c in err.chars() {
+        run = if c.is_ascii_digit() { run + 1 } else { 0 };
+        assert!(run < 25, "a long number in {err:?}");
+    }
+}
+
+/// Writes an `.npy` file (version 1) with this header dictionary and data.
+fn raw_npy(path: &Path, dict: &str, data: &[u8]) {
+    let mut header = dict.as_bytes().to_vec();
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(b' ');
+    }
+    header.push(b'\n');
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    bytes.extend_from_slice(&header);
+    bytes.extend_from_slice(data);
+    std::fs::write(path, bytes).unwrap();
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+        .unwrap_or(false)
+}
+
+/// Waits for `child` at most `secs` seconds; kills it (and fails) when it is still running.
+fn wait_bounded(
+    child: &mut std::process::Child,
+    secs: u64,
+    what: &str,
+) -> std::process::ExitStatus {
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if start.elapsed().as_secs() >= secs {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what} still running after {secs} s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn sizes_that_cannot_fit_are_errors_naming_the_size_and_the_limit() {
+    let dir = TempDir::new("sizes");
+    let out = dir.path("out.npy");
+    let limit = [("RODL_MEMORY_LIMIT", "1G")];
+    // 1e12 views: `info` too (more views than rodl takes); data that cannot fit.
+    let g = geometry_file(
+        &dir,
+        "views.json",
+        &edited_par2d("\"count\":90", "\"count\":1e12"),
+    );
+    let res = rodl_env(&["info", "-g", s(&g)], &limit);
+    assert_message(
+        &res,
+        1,
+        "`geometry.angles.count` is 1e12; rodl takes at most 1000000 views",
+    );
+    let g = geometry_file(
+        &dir,
+        "data.json",
+        &edited_par2d("\"shape\":[95]", "\"shape\":[100000000]"),
+    );
+    let res = rodl_env(&["info", "-g", s(&g)], &limit);
+    assert_message(&res, 1, "[90, 100000000] (float32) needs 36 GB");
+    assert!(
+        stderr(&res).contains("memory limit of 1.074 GB"),
+        "{}",
+        stderr(&res)
+    );
+    // Phantoms of 100000² and 2000³.
+    let g = geometry_file(
+        &dir,
+        "vol.json",
+        &edited_par2d("\"shape\":[64,64]", "\"shape\":[100000,100000]"),
+    );
+    let res = rodl_env(&["phantom", "-g", s(&g), "-o", s(&out)], &limit);
+    assert_message(&res, 1, "[100000, 100000] needs 40 GB");
+    let g3 = geometry_file(
+        &dir,
+        "vol3.json",
+        r#"{"volume":{"min_pt":[-1,-1,-1],"max_pt":[1,1,1],"shape":[2000,2000,2000]},
+            "geometry":{"kind":"parallel3d","angles":{"min":0,"max":3.14,"count":2},
+            "detector":{"min":[-2,-2],"max":[2,2],"shape":[4,4]}}}"#,
+    );
+    let res = rodl_env(&["phantom", "-g", s(&g3), "-o", s(&out)], &limit);
+    assert_message(&res, 1, "[2000, 2000, 2000]");
+    // A huge 3D back-projection of small data.
+    let y = dir.path("y.npy");
+    write_npy(&y, &ArrayD::<f32>::zeros(ndarray::IxDyn(&[2, 4, 4]))).unwrap();
+    let res2 = rodl_env(
+        &["backproject", "-g", s(&g3), "-i", s(&y), "-o", s(&out)],
+        &limit,
+    );
+    assert_message(&res2, 1, "more than the memory limit");
+    assert!(!out.exists());
+    // An .npy header claiming (64, 1e11) elements in a 100-byte file.
+    let liar = dir.path("liar.npy");
+    raw_npy(
+        &liar,
+        "{'descr': '<f4', 'fortran_order': False, 'shape': (64, 100000000000), }",
+        &[0; 36],
+    );
+    let res = rodl(&["info", "-g", s(&g3)]);
+    assert!(res.status.success(), "{}", stderr(&res));
+    let g2 = case("par2d_64");
+    let res = rodl(&["backproject", "-g", &g2, "-i", s(&liar), "-o", s(&out)]);
+    assert_message(&res, 1, "needs 2.56e13 bytes of data, but the file has 36");
+    assert!(!out.exists());
+}
+
+#[test]
+fn closed_or_full_output_streams_do_not_panic() {
+    let dir = TempDir::new("streams");
+    let g = case("par2d_64");
+    // A full device: one line, status 1.
+    let full = std::fs::File::create("/dev/full").unwrap();
+    let res = Command::new(env!("CARGO_BIN_EXE_rodl"))
+        .args(["info", "-g", &g])
+        .stdout(full)
+        .output()
+        .unwrap();
+    assert_message(&res, 1, "No space left on device");
+    // A closed pipe: quiet, status 1.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rodl"))
+        .args(["info", "-g", &g])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let res = child.wait_with_output().unwrap();
+    let err = stderr(&res);
+    assert!(!err.contains("panicked"), "{err}");
+    if !res.status.success() {
+        assert_eq!(res.status.code(), Some(1), "{err}");
+        assert!(err.is_empty(), "a broken pipe should be quiet: {err:?}");
+    }
+    // --help into a full device.
+    let full = std::fs::File::create("/dev/full").unwrap();
+    let res = Command::new(env!("CARGO_BIN_EXE_rodl"))
+        .arg("--help")
+        .stdout(full)
+        .output()
+        .unwrap();
+    assert_message(&res, 1, "No space left on device");
+    // Verbose notes into a full stderr: the command still works.
+    let out = dir.path("y.npy");
+    let full = std::fs::File::create("/dev/full").unwrap();
+    let res = Command::new(env!("CARGO_BIN_EXE_rodl"))
+        .args([
+            "project",
+            "-g",
+            &g,
+            "-i",
+            s(&data("par2d_64_image.npy")),
+            "-o",
+            s(&out),
+            "-v",
+        ])
+        .stderr(full)
+        .output()
+        .unwrap();
+    assert!(res.status.success());
+    assert!(out.exists());
+    // The demo with a full stdout writes none of its files.
+    let demo_dir = dir.path("demo");
+    let full = std::fs::File::create("/dev/full").unwrap();
+    let res = Command::new(env!("CARGO_BIN_EXE_rodl"))
+        .args([
+            "demo",
+            "--size",
+            "16",
+            "--device",
+            "cpu",
+            "--quiet",
+            "--output-dir",
+            s(&demo_dir),
+        ])
+        .stdout(full)
+        .output()
+        .unwrap();
+    assert_message(&res, 1, "standard output");
+    assert!(!demo_dir.exists(), "the demo left its folder");
+}
+
+#[test]
+fn fifos_devices_and_thread_counts_do_not_hang() {
+    let dir = TempDir::new("hangs");
+    let out = dir.path("out.npy");
+    let fifo = dir.path("fifo");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let g = case("par2d_64");
+    let x = data("par2d_64_image.npy");
+    let runs: Vec<(Vec<&str>, i32, &str)> = vec![
+        (vec!["info", "-g", s(&fifo)], 1, "FIFO"),
+        (vec!["info", "-g", "/dev/urandom"], 1, "regular file"),
+        (
+            vec!["project", "-g", &g, "-i", s(&fifo), "-o", s(&out)],
+            1,
+            "FIFO",
+        ),
+        (
+            vec!["project", "-g", &g, "-i", "/dev/zero", "-o", s(&out)],
+            1,
+            "--input",
+        ),
+        (
+            vec![
+                "project",
+                "-g",
+                &g,
+                "-i",
+                s(&x),
+                "-o",
+                s(&out),
+                "--threads",
+                "100000",
+            ],
+            2,
+            "1..=",
+        ),
+        (
+            vec![
+                "project",
+                "-g",
+                &g,
+                "-i",
+                s(&x),
+                "-o",
+                s(&out),
+                "--threads",
+                "18446744073709551615",
+            ],
+            2,
+            "cores",
+        ),
+        (
+            vec![
+                "project",
+                "-g",
+                &g,
+                "-i",
+                s(&x),
+                "-o",
+                s(&out),
+                "--threads",
+                "-1",
+            ],
+            2,
+            "1..=",
+        ),
+    ];
+    for (args, code, needle) in runs {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_rodl"))
+            .args(&args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        wait_bounded(&mut child, 20, &format!("rodl {args:?}"));
+        let res = child.wait_with_output().unwrap();
+        assert_message(&res, code, needle);
+        assert!(!out.exists());
+    }
+    // A FIFO as the output that nothing reads: refused, not waited on.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rodl"))
+        .args(["phantom", "-g", &g, "-o", s(&fifo)])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_bounded(&mut child, 20, "phantom -o FIFO");
+    let res = child.wait_with_output().unwrap();
+    assert_message(&res, 1, "FIFO");
+}
+
+#[test]
+fn outputs_keep_devices_links_modes_and_inputs() {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    let dir = TempDir::new("files");
+    let g = case("par2d_64");
+    // /dev/null stays a device (written through).
+    if is_root() {
+        rodl_ok(&["phantom", "-g", &g, "-o", "/dev/null", "--png", "/dev/null"]);
+        let m = std::fs::metadata("/dev/null").unwrap();
+        assert!(m.file_type().is_char_device());
+    } else {
+        eprintln!("skipped the /dev/null check: it needs root (as root a rename would replace it)");
+        rodl_ok(&["phantom", "-g", &g, "-o", "/dev/null"]);
+    }
+    // /dev/stdout on a pipe (a link to no file name): written through.
+    let res = Command::new(env!("CARGO_BIN_EXE_rodl"))
+        .args(["phantom", "-g", &g, "-o", "/dev/stdout"])
+        .output()
+        .unwrap();
+    assert!(res.status.success(), "{}", stderr(&res));
+    assert!(res.stdout.starts_with(b"\x93NUMPY") && res.stdout.len() == 16512);
+    // A symbolic link: its target is written, the link stays.
+    let target = dir.path("target.npy");
+    let link = dir.path("link.npy");
+    std::fs::write(&target, b"old").unwrap();
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    rodl_ok(&["phantom", "-g", &g, "-o", s(&link)]);
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    let a: ArrayD<f32> = read_npy(&target).unwrap();
+    assert_eq!(a.shape(), &[64, 64]);
+    // A replaced file keeps its permissions.
+    std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o640)).unwrap();
+    rodl_ok(&["phantom", "-g", &g, "-o", s(&target), "--dtype", "float64"]);
+    let mode = std::fs::metadata(&target).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o640);
+    // A dangling link is refused.
+    let dangling = dir.path("dangling.npy");
+    std::os::unix::fs::symlink(dir.path("nowhere/x.npy"), &dangling).unwrap();
+    assert_message(
+        &rodl(&["phantom", "-g", &g, "-o", s(&dangling)]),
+        1,
+        "symbolic link",
+    );
+    // --png must not be an input, and outputs must differ.
+    let sino = dir.path("sino.npy");
+    std::fs::copy(data("par2d_64_sino.npy"), &sino).unwrap();
+    let geometry = dir.path("g.json");
+    std::fs::copy(&g, &geometry).unwrap();
+    let before = std::fs::read(&sino).unwrap();
+    let rec = dir.path("rec.npy");
+    let fbp = |extra: &[&str]| {
+        let mut args = vec!["fbp", "-g", s(&geometry), "-i", s(&sino), "-o", s(&rec)];
+        args.extend(extra);
+        rodl(&args)
+    };
+    assert_message(&fbp(&["--png", s(&sino)]), 2, "--input");
+    assert_message(&fbp(&["--png", s(&geometry)]), 2, "--geometry");
+    assert_message(&fbp(&["--png", s(&rec)]), 2, "another output");
+    let res = rodl(&["fbp", "-g", s(&geometry), "-i", s(&sino), "-o", s(&sino)]);
+    assert_message(&res, 2, "--input");
+    assert_eq!(std::fs::read(&sino).unwrap(), before);
+    assert!(!rec.exists());
+    // Nothing else is left in the folder.
+    assert_eq!(
+        dir.listing(),
+        [
+            "dangling.npy",
+            "g.json",
+            "link.npy",
+            "sino.npy",
+            "target.npy"
+        ]
+    );
+}
+
+/// Starts `rodl` with `args`, waits until a temporary file appears in `dir`, sends `signal`
+/// (or a folder in it) and checks that the process ends and leaves no temporary file.
+fn interrupt_leaves_nothing(dir: &Path, args: &[&str], signal: &str) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rodl"))
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let temps = || -> Vec<String> {
+        let mut names = vec![];
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.contains(".rodl-") {
+                names.push(name);
+            } else if let Ok(inner) = std::fs::read_dir(entry.path()) {
+                names.extend(
+                    inner
+                        .flatten()
+                        .map(|e| e.file_name().to_string_lossy().into_owned())
+                        .filter(|n| n.contains(".rodl-")),
+                );
+            }
+        }
+        names
+    };
+    let start = std::time::Instant::now();
+    while temps().is_empty() {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "rodl ended before the signal"
+        );
+        assert!(start.elapsed().as_secs() < 20, "no temporary file appeared");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let pid = child.id().to_string();
+    assert!(Command::new("kill")
+        .args([signal, &pid])
+        .status()
+        .unwrap()
+        .success());
+    let status = wait_bounded(&mut child, 20, "rodl after a signal");
+    assert!(!status.success());
+    assert_eq!(
+        temps(),
+        Vec::<String>::new(),
+        "temporary files left after {signal}"
+    );
+}
+
+#[test]
+fn signals_remove_temporary_files() {
+    let dir = TempDir::new("signals");
+    let g = case("par2d_64");
+    let sino = data("par2d_64_sino.npy");
+    let rec = dir.path("rec.npy");
+    let png = dir.path("rec.png");
+    for signal in ["-TERM", "-INT"] {
+        interrupt_leaves_nothing(
+            &dir.0,
+            &[
+                "reconstruct",
+                "-g",
+                &g,
+                "-i",
+                s(&sino),
+                "-o",
+                s(&rec),
+                "--png",
+                s(&png),
+                "-a",
+                "cgls",
+                "-n",
+                "100000",
+                "--quiet",
+            ],
+            signal,
+        );
+        assert!(!rec.exists() && !png.exists());
+    }
+    let demo = dir.path("demo");
+    std::fs::create_dir(&demo).unwrap();
+    interrupt_leaves_nothing(
+        &demo,
+        &[
+            "demo",
+            "--size",
+            "64",
+            "--device",
+            "cpu",
+            "--quiet",
+            "--output-dir",
+            s(&demo),
+        ],
+        "-INT",
+    );
+    assert_eq!(
+        std::fs::read_dir(&demo).unwrap().count(),
+        0,
+        "the demo left files"
+    );
+    // A folder the demo created goes too.
+    let fresh = demo.join("fresh");
+    interrupt_leaves_nothing(
+        &demo,
+        &[
+            "demo",
+            "--size",
+            "64",
+            "--device",
+            "cpu",
+            "--quiet",
+            "--output-dir",
+            s(&fresh),
+        ],
+        "-TERM",
+    );
+    assert!(!fresh.exists(), "the demo left its folder");
+}
+
+#[test]
+fn demo_sizes_across_the_range_run() {
+    // The whole range is checked in the tool's unit tests (its geometry file for every N);
+    // here a few sizes that failed before JSON floats were read exactly run end to end.
+    let dir = TempDir::new("demosizes");
+    for n in ["17", "23"] {
+        let out = dir.path(n);
+        rodl_ok(&[
+            "demo",
+            "--size",
+            n,
+            "--device",
+            "cpu",
+            "--quiet",
+            "--output-dir",
+            s(&out),
+        ]);
+        rodl_ok(&["info", "-g", s(&out.join("geometry.json"))]);
+    }
+}
+
+#[test]
+fn non_finite_results_are_never_written() {
+    let dir = TempDir::new("nonfinite");
+    let out = dir.path("out.npy");
+    let image = data("par2d_64_image.npy");
+    for (from, to, needle) in [
+        (
+            "\"min_pt\":[-10,-10]",
+            "\"min_pt\":[-1e300,-10]",
+            "`volume.min_pt[0]`",
+        ),
+        (
+            "\"max\":[15]",
+            "\"max\":[1e308]",
+            "`geometry.detector.max[0]`",
+        ),
+        (
+            "\"parallel2d\"",
+            "\"fanflat\",\"src_radius\":1e308,\"det_radius\":10",
+            "`geometry.src_radius`",
+        ),
+    ] {
+        let g = geometry_file(&dir, "g.json", &edited_par2d(from, to));
+        let res = rodl(&["project", "-g", s(&g), "-i", s(&image), "-o", s(&out)]);
+        assert_message(&res, 1, needle);
+        assert!(stderr(&res).contains("1e15"), "{}", stderr(&res));
+        std::fs::remove_file(&g).unwrap();
+    }
+    let cone = r#"{"volume":{"min_pt":[-1,-1,-1],"max_pt":[1,1,1],"shape":[4,4,4]},
+        "geometry":{"kind":"cone","angles":{"min":0,"max":6.28,"count":20},
+        "detector":{"min":[-2,-2],"max":[2,2],"shape":[4,4]},
+        "src_radius":5,"det_radius":5,"pitch":1e308}}"#;
+    let g = geometry_file(&dir, "cone.json", cone);
+    assert_message(&rodl(&["info", "-g", s(&g)]), 1, "`geometry.pitch`");
+    // Data near the float32 limit overflow in the projection: refused, nothing written.
+    let big = dir.path("big.npy");
+    write_npy(
+        &big,
+        &ArrayD::<f32>::from_elem(ndarray::IxDyn(&[64, 64]), 3e38),
+    )
+    .unwrap();
+    let res = rodl(&[
+        "project",
+        "-g",
+        &case("par2d_64"),
+        "-i",
+        s(&big),
+        "-o",
+        s(&out),
+    ]);
+    assert_message(&res, 1, "non-finite");
+    // Noise beyond its range.
+    let res = rodl(&[
+        "project",
+        "-g",
+        &case("par2d_64"),
+        "-i",
+        s(&image),
+        "-o",
+        s(&out),
+        "--noise",
+        "gaussian:1e38",
+    ]);
+    assert_message(&res, 2, "1e6");
+    assert!(!out.exists());
+}
+
+#[test]
+fn messages_name_the_key_or_option() {
+    let dir = TempDir::new("messages");
+    let out = dir.path("out.npy");
+    let info = |text: &str| {
+        let g = geometry_file(&dir, "m.json", text);
+        let res = rodl(&["info", "-g", s(&g)]);
+        std::fs::remove_file(&g).unwrap();
+        res
+    };
+    let res = info(&edited_par2d(
+        "\"volume\":{\"min_pt\":[-10,-10],\"max_pt\":[10,10],\"shape\":[64,64]}",
+        "\"volume\":1",
+    ));
+    assert_message(
+        &res,
+        1,
+        "`volume`: invalid type: integer `1`, expected an object",
+    );
+    let res = info(&edited_par2d("\"count\":90", "\"count\":90.5"));
+    assert_message(&res, 1, "`geometry.angles.count`: expected a whole number");
+    let res = info(&edited_par2d("\"max_pt\":[10,10]", "\"max_pt\":[-20,10]"));
+    assert_message(&res, 1, "`volume.max_pt[0]` (-20) must be larger than");
+    let res = info(&edited_par2d("\"shape\":[95]", "\"shape\":[0]"));
+    assert_message(&res, 1, "`geometry.detector.shape[0]` must be at least 1");
+    // Integral floats and a byte-order mark are accepted.
+    assert!(info(&edited_par2d("\"count\":90", "\"count\":90.0"))
+        .status
+        .success());
+    assert!(info(&format!("\u{feff}{}", edited_par2d("", "")))
+        .status
+        .success());
+    // Option values, negative ones too: status 2 with the valid range.
+    let g = case("par2d_64");
+    let sino = data("par2d_64_sino.npy");
+    let rec = |extra: &[&str]| {
+        let mut args = vec!["reconstruct", "-g", &g, "-i", s(&sino), "-o", s(&out)];
+        args.extend(extra);
+        rodl(&args)
+    };
+    assert_message(
+        &rec(&["-a", "pdhg-tv", "-n", "2", "--tv-weight", "-1"]),
+        2,
+        "≥ 0",
+    );
+    assert_message(&rec(&["-a", "cgls", "-n", "-3"]), 2, "1..=100000");
+    assert_message(&rec(&["-a", "cgls", "-n", "0"]), 2, "1..=100000");
+    assert_message(
+        &rec(&["-a", "cgls", "-n", "18446744073709551615"]),
+        2,
+        "1..=100000",
+    );
+    assert_message(
+        &rec(&["-a", "osem", "-n", "2", "--subsets", "91"]),
+        2,
+        "1..=90",
+    );
+    assert_message(
+        &rec(&["-a", "cgls", "-n", "2", "--window", "0:1"]),
+        2,
+        "--window needs --png",
+    );
+    assert_message(
+        &rec(&["-a", "cgls", "-n", "2", "--slice", "2:1"]),
+        2,
+        "--slice needs --png",
+    );
+    assert_message(
+        &rec(&["-a", "cgls", "-n", "2", "--device", "tpu"]),
+        2,
+        "tpu",
+    );
+    let fbp = |extra: &[&str]| {
+        let mut args = vec!["fbp", "-g", &g, "-i", s(&sino), "-o", s(&out)];
+        args.extend(extra);
+        rodl(&args)
+    };
+    assert_message(&fbp(&["--filter", "gauss"]), 2, "gauss");
+    assert_message(&fbp(&["--frequency-scaling", "-0.5"]), 2, "(0, 1]");
+    assert_message(&fbp(&["--parker", "-2"]), 2, "--parker");
+    assert_message(&rodl(&["demo", "--size", "-5"]), 2, "16..=4096");
+    assert_message(&rodl(&["demo", "--size", "5000"]), 2, "16..=4096");
+    assert!(!out.exists());
+    // `--device gpu` means GPU 0 (documented); without CUDA it says so.
+    let res = fbp(&["--device", "gpu"]);
+    if !res.status.success() {
+        assert_message(&res, 1, "CUDA");
+    }
+    let help = rodl_ok(&["fbp", "--help"]);
+    assert!(String::from_utf8_lossy(&help.stdout).contains("`gpu`"));
+}

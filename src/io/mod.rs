@@ -6,5 +6,6 @@
 mod png;
 
 pub use self::png::{
-    slice_to_gray8, to_gray8, write_gray_png, write_png, write_png_slice, GrayImage, Window,
+    encode_gray_png, slice_to_gray8, to_gray8, write_gray_png, write_png, write_png_slice,
+    GrayImage, Window,
 };

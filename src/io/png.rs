@@ -189,33 +189,57 @@ pub fn write_gray_png(path: impl AsRef<Path>, image: &GrayImage) -> Result<()> {
         path: path.to_path_buf(),
         message: e.to_string(),
     };
-    let (w, h) = (image.width, image.height);
-    if w == 0 || h == 0 || image.pixels.len() != w * h {
-        return Err(Error::invalid(format!(
-            "a {w} × {h} image needs {} pixels, got {}",
-            w * h,
-            image.pixels.len()
-        )));
-    }
-    let (w32, h32) = match (u32::try_from(w), u32::try_from(h)) {
-        (Ok(a), Ok(b)) if a < 1 << 31 && b < 1 << 31 => (a, b),
-        _ => return Err(Error::invalid(format!("{w} × {h} is too large for PNG"))),
-    };
+    let (w32, h32) = png_size(image)?;
     let (temp, file) = TempFile::create(path).map_err(|e| io_err(&e))?;
     let mut out = BufWriter::new(file);
-    let mut encoder = ::png::Encoder::new(&mut out, w32, h32);
-    encoder.set_color(::png::ColorType::Grayscale);
-    encoder.set_depth(::png::BitDepth::Eight);
-    let mut writer = encoder.write_header().map_err(|e| io_err(&e))?;
-    writer
-        .write_image_data(&image.pixels)
-        .map_err(|e| io_err(&e))?;
-    writer.finish().map_err(|e| io_err(&e))?;
+    encode(&mut out, image, w32, h32).map_err(|e| io_err(&e))?;
     out.flush().map_err(|e| io_err(&e))?;
     let file = out.into_inner().map_err(|e| io_err(e.error()))?;
     file.sync_all().map_err(|e| io_err(&e))?;
     drop(file);
     temp.commit(path).map_err(|e| io_err(&e))
+}
+
+/// The checked width and height of `image` for a PNG.
+fn png_size(image: &GrayImage) -> Result<(u32, u32)> {
+    let (w, h) = (image.width, image.height);
+    if w == 0 || h == 0 || Some(image.pixels.len()) != w.checked_mul(h) {
+        return Err(Error::invalid(format!(
+            "a {w} × {h} image needs {w} × {h} pixels, got {}",
+            image.pixels.len()
+        )));
+    }
+    match (u32::try_from(w), u32::try_from(h)) {
+        (Ok(a), Ok(b)) if a < 1 << 31 && b < 1 << 31 => Ok((a, b)),
+        _ => Err(Error::invalid(format!("{w} × {h} is too large for PNG"))),
+    }
+}
+
+fn encode<W: Write>(out: W, image: &GrayImage, w: u32, h: u32) -> std::io::Result<()> {
+    let mut encoder = ::png::Encoder::new(out, w, h);
+    encoder.set_color(::png::ColorType::Grayscale);
+    encoder.set_depth(::png::BitDepth::Eight);
+    let mut writer = encoder.write_header().map_err(std::io::Error::other)?;
+    writer
+        .write_image_data(&image.pixels)
+        .map_err(std::io::Error::other)?;
+    writer.finish().map_err(std::io::Error::other)
+}
+
+/// Encodes a [`GrayImage`] as an 8-bit grayscale PNG into `out` (a file the caller manages,
+/// a buffer, …); [`write_gray_png`] writes one to a path atomically.
+///
+/// ```
+/// use rodl::io::{encode_gray_png, GrayImage};
+/// let image = GrayImage { width: 2, height: 1, pixels: vec![0, 255] };
+/// let mut bytes = Vec::new();
+/// encode_gray_png(&mut bytes, &image)?;
+/// assert!(bytes.starts_with(b"\x89PNG"));
+/// # Ok::<(), rodl::Error>(())
+/// ```
+pub fn encode_gray_png<W: Write>(out: W, image: &GrayImage) -> Result<()> {
+    let (w, h) = png_size(image)?;
+    encode(out, image, w, h).map_err(|e| Error::invalid(format!("cannot encode the PNG: {e}")))
 }
 
 /// A temporary file next to the target, removed on drop unless renamed onto the target.

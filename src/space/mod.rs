@@ -139,9 +139,7 @@ fn check_shape(shape: &[usize]) -> Result<()> {
     // Elements must be allocatable: the byte size of the largest scalar type (f64) times the
     // number of entries must fit in `isize` (beyond that, allocation would panic).
     let max_len = isize::MAX as usize / std::mem::size_of::<f64>();
-    shape
-        .iter()
-        .try_fold(1usize, |a, &n| a.checked_mul(n))
+    crate::memory::entries(shape)
         .filter(|&n| n <= max_len)
         .ok_or_else(|| Error::invalid(format!("shape {shape:?} has too many entries")))?;
     Ok(())
@@ -185,6 +183,11 @@ impl<T: Scalar> Space<T> {
 
     /// The power space `self^n`.
     pub fn power(&self, n: usize) -> Result<Self> {
+        crate::memory::check_host_alloc(
+            &format!("a power space of {n} parts"),
+            n,
+            std::mem::size_of::<Self>(),
+        )?;
         Space::product(vec![self.clone(); n])
     }
 
@@ -313,6 +316,7 @@ impl<T: Scalar> Space<T> {
             .collect::<Result<Vec<_>>>()?;
         let n = self.size();
         let d = p.ndim();
+        crate::memory::check_host_array(&[n, d], std::mem::size_of::<f64>())?;
         let mut out = ndarray::Array2::zeros((n, d));
         for (k, idx) in ndarray::indices(p.shape()).into_iter().enumerate() {
             for a in 0..d {
@@ -378,6 +382,7 @@ impl<T: Scalar> Space<T> {
         let coords = (0..p.ndim())
             .map(|a| p.coord_vector(a))
             .collect::<Result<Vec<_>>>()?;
+        crate::memory::check_host_array(p.shape(), std::mem::size_of::<T>())?;
         let mut pt = vec![0.0; p.ndim()];
         let a = ArrayD::from_shape_fn(IxDyn(p.shape()), |idx| {
             for (k, c) in pt.iter_mut().enumerate() {
@@ -392,6 +397,7 @@ impl<T: Scalar> Space<T> {
     pub fn random_normal<R: Rng + ?Sized>(&self, rng: &mut R) -> Result<Element<T>> {
         match &*self.inner {
             SpaceKind::Tensor(t) => {
+                crate::memory::check_host_array(&t.shape, std::mem::size_of::<T>())?;
                 let a = ArrayD::from_shape_simple_fn(IxDyn(&t.shape), || {
                     T::of(rng.sample::<f64, _>(StandardNormal))
                 });

@@ -92,6 +92,14 @@ impl UniformPartition {
             )));
         }
         let h = self.cell_side(axis);
+        crate::memory::check_host_alloc(
+            &format!(
+                "the coordinates of axis {axis} ({} cells)",
+                self.shape[axis]
+            ),
+            self.shape[axis],
+            std::mem::size_of::<f64>(),
+        )?;
         Ok((0..self.shape[axis])
             .map(|i| self.min_pt[axis] + (i as f64 + 0.5) * h)
             .collect())

@@ -21,7 +21,7 @@ pub use backend::{Backend, CpuOptions, CudaOptions};
 pub use fbp::{fbp_filter_op, fbp_op, fbp_op_with, FbpFilter, FbpOptions, FilterType};
 pub use geometry::{
     cone_beam_geometry, parallel_beam_geometry, Beam, Geometry, GeometryKind, GeometrySpec,
-    TomoSpec, VecGeometry, View, VolumeSpec,
+    TomoSpec, VecGeometry, View, VolumeSpec, MAX_GEOMETRY_FILE_BYTES, MAX_GEOMETRY_MAGNITUDE,
 };
 pub use multi_device::{MultiDeviceBackProjection, MultiDeviceRayTransform};
 pub use ray_transform::{RayBackProjection, RayTransform};

@@ -14,12 +14,13 @@ use rodl::tomo::phantom::shepp_logan;
 use rodl::tomo::{fbp_op, parallel_beam_geometry, FbpOptions, FilterType, TomoSpec};
 use rodl::{uniform_discr, Device, Element, Operator, Space};
 
-use super::{Compute, Setup};
+use super::{parse_device, Compute, Setup};
 use crate::algorithm::{reconstruct, Algorithm, Settings};
 use crate::args::DemoArgs;
-use crate::image::{check_writable, write_picture};
-use crate::io::{write_text, AtomicOutput, NpyScalar};
+use crate::image::png_bytes;
+use crate::io::{write_npy, NpyScalar};
 use crate::noise::Noise;
+use crate::output::{Outputs, Slot};
 use crate::Failure;
 
 /// Half the side of the square volume, as in ODL's examples and the FBP reference figures.
@@ -38,9 +39,9 @@ const TV_ITERATIONS: usize = 100;
 /// The weight of the total variation for PDHG-TV.
 const TV_WEIGHT: f64 = 0.01;
 /// The smallest image size (SSIM's window needs 11 samples per axis, plus margins).
-const MIN_SIZE: usize = 16;
+pub const MIN_SIZE: usize = 16;
 /// The largest image size accepted (the demo is meant to be quick).
-const MAX_SIZE: usize = 4096;
+pub const MAX_SIZE: usize = 4096;
 
 /// GPU 0 when it is usable, else the CPU.
 pub fn best_device() -> Device {
@@ -60,25 +61,47 @@ struct Row {
     seconds: f64,
 }
 
-/// `rodl demo`.
+/// `rodl demo`. A folder it created for its outputs is removed again when it fails.
 pub fn run(args: &DemoArgs) -> Result<(), Failure> {
+    let existed = args.output_dir.exists();
+    let result = run_in(args, !existed);
+    if !existed {
+        crate::output::forget_folder(&args.output_dir);
+        if result.is_err() {
+            let _ = std::fs::remove_dir(&args.output_dir);
+        }
+    }
+    result
+}
+
+fn run_in(args: &DemoArgs, create: bool) -> Result<(), Failure> {
     let n = args.size;
     if !(MIN_SIZE..=MAX_SIZE).contains(&n) {
-        return Err(Failure::new(format!(
+        return Err(Failure::usage(format!(
             "--size must lie in {MIN_SIZE}..={MAX_SIZE}, got {n}"
         )));
     }
     let device = match &args.device {
-        Some(d) => d.parse()?,
+        Some(d) => parse_device(d)?,
         None => best_device(),
     };
     let compute = Compute::new(device, None)?;
     let dir = &args.output_dir;
     std::fs::create_dir_all(dir).map_err(|e| Failure::io("cannot create", dir, &e))?;
-    let at = |name: &str| -> PathBuf { dir.join(name) };
-    for name in OUTPUTS {
-        check_writable(&at(name))?;
+    if create {
+        crate::output::created_folder(dir);
     }
+    let at = |name: &str| -> PathBuf { dir.join(name) };
+    // All nine files are written as one unit, after the summary is printed.
+    let mut outputs = Outputs::new();
+    let slots = OUTPUTS
+        .iter()
+        .map(|name| outputs.prepare(&at(name)))
+        .collect::<Result<Vec<Slot>, Failure>>()?;
+    let slot = |name: &str| -> Slot {
+        let i = OUTPUTS.iter().position(|o| *o == name).unwrap_or(0);
+        slots[i]
+    };
     let total = Instant::now();
 
     // The scan: ODL's parallel_beam_geometry sampling of [-20, 20]².
@@ -112,7 +135,10 @@ pub fn run(args: &DemoArgs) -> Result<(), Failure> {
     device.synchronize()?;
     let seconds = t.elapsed().as_secs_f64();
     let (p, s) = quality(&x_fbp)?;
-    write_picture(&at("fbp_hann.png"), &x_fbp.to_host()?, window, None)?;
+    outputs.write_bytes(
+        slot("fbp_hann.png"),
+        &png_bytes(&x_fbp.to_host()?, window, None)?,
+    )?;
     rows.push(Row {
         name: format!("FBP ({})", options.filter),
         file: "fbp_hann.png",
@@ -156,7 +182,7 @@ pub fn run(args: &DemoArgs) -> Result<(), Failure> {
         let seconds = t.elapsed().as_secs_f64();
         bar.inner().finish_and_clear();
         let (p, s) = quality(&x)?;
-        write_picture(&at(file), &x.to_host()?, window, None)?;
+        outputs.write_bytes(slot(file), &png_bytes(&x.to_host()?, window, None)?)?;
         let name = match settings.tv_weight {
             Some(w) => format!("{} (λ = {w}, {done} it.)", settings.algorithm),
             None => format!("{} ({done} iterations)", settings.algorithm),
@@ -171,10 +197,17 @@ pub fn run(args: &DemoArgs) -> Result<(), Failure> {
     }
 
     // Pictures and data of the scan, and the geometry file to go with them.
-    write_picture(&at("phantom.png"), &phantom, window, None)?;
-    write_picture(&at("sinogram.png"), &noisy, Window::Auto, None)?;
-    write_npy(&at("sinogram.npy"), noisy.into_array()?)?;
-    write_text(&at("geometry.json"), &(setup.spec.to_json()? + "\n"))?;
+    outputs.write_bytes(slot("phantom.png"), &png_bytes(&phantom, window, None)?)?;
+    outputs.write_bytes(
+        slot("sinogram.png"),
+        &png_bytes(&noisy, Window::Auto, None)?,
+    )?;
+    let sinogram = f32::wrap(noisy.into_array()?);
+    outputs.write(slot("sinogram.npy"), |w| write_npy(w, &sinogram))?;
+    outputs.write_bytes(
+        slot("geometry.json"),
+        (setup.spec.to_json()? + "\n").as_bytes(),
+    )?;
 
     let shape = setup.data_shape();
     let report = Report {
@@ -188,9 +221,10 @@ pub fn run(args: &DemoArgs) -> Result<(), Failure> {
         dir,
     };
     let text = report.text();
-    print!("{text}");
-    write_text(&at("summary.txt"), &text)?;
-    write_text(&at("summary.json"), &report.json())
+    outputs.write_bytes(slot("summary.txt"), text.as_bytes())?;
+    outputs.write_bytes(slot("summary.json"), report.json().as_bytes())?;
+    crate::term::print(&text)?;
+    outputs.commit()
 }
 
 /// Every file the demo writes, in its output folder.
@@ -229,12 +263,6 @@ fn scan_setup(n: usize) -> Result<Setup, Failure> {
         ));
     }
     Ok(Setup { spec, geometry })
-}
-
-/// Writes a float32 array as `.npy`, atomically.
-fn write_npy(path: &Path, a: ndarray::ArrayD<f32>) -> Result<(), Failure> {
-    let (out, file) = AtomicOutput::create(path)?;
-    out.write(file, &f32::wrap(a))
 }
 
 /// What the demo did, for the terminal and the summary files.
@@ -332,5 +360,21 @@ impl Report<'_> {
             "methods": methods,
         });
         serde_json::to_string_pretty(&value).unwrap_or_default() + "\n"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every size of the documented range gives a geometry file that reads back exactly as
+    /// ODL's `parallel_beam_geometry` (JSON floats round-trip).
+    #[test]
+    fn every_size_in_the_range_has_an_exact_geometry_file() {
+        for n in MIN_SIZE..=MAX_SIZE {
+            if let Err(e) = scan_setup(n) {
+                panic!("--size {n}: {}", e.message);
+            }
+        }
     }
 }

@@ -13,10 +13,9 @@ use crate::Failure;
 /// `rodl info`.
 pub fn run(geometry: &Path) -> Result<(), Failure> {
     let setup = Setup::load(geometry)?;
-    for line in describe(&setup)? {
-        println!("{line}");
-    }
-    Ok(())
+    let mut text = describe(&setup)?.join("\n");
+    text.push('\n');
+    crate::term::print(&text)
 }
 
 fn fmt_list(v: &[f64]) -> String {
@@ -25,7 +24,26 @@ fn fmt_list(v: &[f64]) -> String {
 }
 
 /// `x` rounded to 6 significant digits, for display.
-fn round_sig(x: f64) -> f64 {
+fn round_sig(x: f64) -> Shown {
+    Shown(round_sig_f64(x))
+}
+
+/// A number for display: plain between 1e-4 and 1e7, else in scientific notation.
+#[derive(Clone, Copy)]
+struct Shown(f64);
+
+impl std::fmt::Display for Shown {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let x = self.0;
+        if x == 0.0 || !x.is_finite() || (1e-4..1e7).contains(&x.abs()) {
+            write!(f, "{x}")
+        } else {
+            write!(f, "{x:e}")
+        }
+    }
+}
+
+fn round_sig_f64(x: f64) -> f64 {
     if x == 0.0 || !x.is_finite() {
         return x;
     }
@@ -69,7 +87,7 @@ pub fn describe(setup: &Setup) -> Result<Vec<String>, Failure> {
     let data_shape = setup.data_shape();
     let mut out = vec![];
     out.push(format!("geometry: {kind} ({ndim}D, {beam})"));
-    let voxels: usize = spec.volume.shape.iter().product();
+    let voxels: u128 = spec.volume.shape.iter().map(|&n| n as u128).product();
     out.push(format!(
         "volume:   shape {:?} ({voxels} voxels), min_pt {}, max_pt {}",
         spec.volume.shape,
@@ -80,7 +98,7 @@ pub fn describe(setup: &Setup) -> Result<Vec<String>, Failure> {
         "          voxel size {} (cell sides)",
         fmt_list(&cells)
     ));
-    let values: usize = data_shape.iter().product();
+    let values: u128 = data_shape.iter().map(|&n| n as u128).product();
     out.push(format!(
         "data:     shape {data_shape:?} {data_axes} ({values} values)"
     ));
@@ -160,7 +178,7 @@ pub fn describe(setup: &Setup) -> Result<Vec<String>, Failure> {
         axis.map(|a| a / an),
     );
     if gspec.kind != GeometryKind::Vec {
-        let full = (rho * PI / min_cell).ceil();
+        let full = round_sig((rho * PI / min_cell).ceil());
         let over = if vec.beam() == Beam::Parallel {
             "π"
         } else {

@@ -2,25 +2,30 @@
 
 use rodl::tomo::phantom::shepp_logan;
 
-use super::{write_result, Setup};
+use super::{write_result, ResultOutputs, Setup};
 use crate::args::{DtypeArg, PhantomArgs, PhantomKind};
-use crate::io::{AtomicOutput, NpyScalar};
+use crate::io::NpyScalar;
 use crate::Failure;
 
 /// `rodl phantom`.
 pub fn run(args: &PhantomArgs) -> Result<(), Failure> {
+    args.image.check_options()?;
     let setup = Setup::load(&args.geometry)?;
-    args.image.check(setup.volume_shape(), &[&args.output])?;
+    args.image.check(setup.volume_shape())?;
+    let out = ResultOutputs::prepare(&args.output, &args.image, &[("--geometry", &args.geometry)])?;
     match args.dtype {
-        DtypeArg::Float32 => make::<f32>(&setup, args),
-        DtypeArg::Float64 => make::<f64>(&setup, args),
+        DtypeArg::Float32 => make::<f32>(&setup, args, out),
+        DtypeArg::Float64 => make::<f64>(&setup, args, out),
     }
 }
 
 /// Computes and writes the phantom in precision `T`.
-fn make<T: NpyScalar>(setup: &Setup, args: &PhantomArgs) -> Result<(), Failure> {
-    let (out, file) = AtomicOutput::create(&args.output)?;
+fn make<T: NpyScalar>(
+    setup: &Setup,
+    args: &PhantomArgs,
+    out: ResultOutputs,
+) -> Result<(), Failure> {
     let space = setup.spec.volume.space::<T>()?;
     let x = shepp_logan(&space, args.kind == PhantomKind::ModifiedSheppLogan)?;
-    write_result(out, file, &x, &args.image)
+    write_result(out, &x, &args.image, "the phantom")
 }

@@ -6,10 +6,10 @@ use ndarray::ArrayD;
 use rodl::solvers::callback::ProgressBar;
 use rodl::Operator;
 
-use super::{write_result, Compute, Setup};
+use super::{write_result, Compute, ResultOutputs, Setup};
 use crate::algorithm::{reconstruct, Settings};
 use crate::args::ReconstructArgs;
-use crate::io::{read_array, AnyArray, AtomicOutput, NpyScalar};
+use crate::io::{read_array, AnyArray, NpyScalar};
 use crate::Failure;
 
 /// `rodl reconstruct`.
@@ -21,20 +21,27 @@ pub fn run(args: &ReconstructArgs) -> Result<(), Failure> {
         nonnegative: args.nonnegative,
         tv_weight: args.tv_weight,
     };
+    settings.check(usize::MAX)?;
+    args.image.check_options()?;
     let compute = Compute::from_args(&args.compute)?;
     let setup = Setup::load(&args.geometry)?;
     settings.check(setup.data_shape()[0])?;
+    args.image.check(setup.volume_shape())?;
+    let inputs = [
+        ("--input", args.input.as_path()),
+        ("--geometry", &args.geometry),
+    ];
+    crate::output::check_distinct(&[("--output", &args.output)], &inputs)?;
     let input = read_array(&args.input)?;
     setup.check_data(&input, &args.input, &args.geometry)?;
-    args.image.check(setup.volume_shape(), &[&args.output])?;
-    let (out, file) = AtomicOutput::create(&args.output)?;
+    let out = ResultOutputs::prepare(&args.output, &args.image, &inputs)?;
     let start = Instant::now();
     let done = match input {
-        AnyArray::F32(y) => run_typed(&setup, &compute, &settings, y, out, file, args),
-        AnyArray::F64(y) => run_typed(&setup, &compute, &settings, y, out, file, args),
+        AnyArray::F32(y) => run_typed(&setup, &compute, &settings, y, out, args),
+        AnyArray::F64(y) => run_typed(&setup, &compute, &settings, y, out, args),
     }?;
     if args.verbose {
-        eprintln!(
+        crate::term::note(&format!(
             "rodl: {} {done} iterations {:?} -> {} {:?} on {} in {:.2} s",
             settings.algorithm,
             setup.data_shape(),
@@ -42,7 +49,7 @@ pub fn run(args: &ReconstructArgs) -> Result<(), Failure> {
             setup.volume_shape(),
             compute.device,
             start.elapsed().as_secs_f64()
-        );
+        ));
     }
     Ok(())
 }
@@ -65,18 +72,17 @@ fn run_typed<T: NpyScalar>(
     compute: &Compute,
     settings: &Settings,
     mut y: ArrayD<T>,
-    out: AtomicOutput,
-    file: std::fs::File,
+    out: ResultOutputs,
     args: &ReconstructArgs,
 ) -> Result<usize, Failure> {
     if settings.algorithm.needs_nonnegative_data() {
         let n = clamp_negative(&mut y);
         if n > 0 && !args.quiet {
-            eprintln!(
+            crate::term::note(&format!(
                 "rodl: warning: {} needs data ≥ 0; {n} negative entries of {} were set to 0",
                 settings.algorithm,
                 args.input.display()
-            );
+            ));
         }
     }
     let ray = compute.ray_transform::<T>(setup)?;
@@ -88,6 +94,6 @@ fn run_typed<T: NpyScalar>(
     };
     let (x, done) = reconstruct(&ray, &compute.backend, &data, settings, &mut bar)?;
     bar.inner().abandon(); // leave the bar where the solver stopped
-    write_result(out, file, &x, &args.image)?;
+    write_result(out, &x, &args.image, "the reconstruction")?;
     Ok(done)
 }

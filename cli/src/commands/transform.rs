@@ -6,10 +6,11 @@ use std::time::Instant;
 use ndarray::ArrayD;
 use rodl::{Device, LinearOperator, Operator, Scalar};
 
-use super::{Compute, Setup};
+use super::{Compute, Setup, OVERFLOW_HINT};
 use crate::args::TransformArgs;
-use crate::io::{read_array, AnyArray, AtomicOutput};
+use crate::io::{check_finite, read_array, write_npy, AnyArray};
 use crate::noise::Noise;
+use crate::output::{check_distinct, Outputs};
 use crate::Failure;
 
 /// Which way a ray transform is applied.
@@ -30,6 +31,12 @@ pub fn run(
 ) -> Result<(), Failure> {
     let compute = Compute::from_args(&args.compute)?;
     let setup = Setup::load(&args.geometry)?;
+    let inputs = [
+        ("--input", args.input.as_path()),
+        ("--geometry", &args.geometry),
+    ];
+    check_distinct(&[("--output", &args.output)], &inputs)?;
+    crate::output::check_target(&args.output)?;
     let input = read_array(&args.input)?;
     let (expected, what) = match direction {
         Direction::Forward => (setup.volume_shape().to_vec(), "volume"),
@@ -48,7 +55,8 @@ pub fn run(
         )));
     }
     // Fail on an unwritable output before computing.
-    let (out, file) = AtomicOutput::create(&args.output)?;
+    let mut outputs = Outputs::new();
+    let slot = outputs.prepare(&args.output)?;
     let dtype = input.dtype();
     let start = Instant::now();
     let output = match input {
@@ -56,9 +64,10 @@ pub fn run(
         AnyArray::F64(a) => AnyArray::F64(apply(&setup, &compute, a, direction, noise)?),
     };
     let elapsed = start.elapsed();
-    out.write(file, &output)?;
+    outputs.write(slot, |w| write_npy(w, &output))?;
+    outputs.commit()?;
     if args.verbose {
-        eprintln!(
+        crate::term::note(&format!(
             "rodl: {} {} {:?} -> {} {:?} in {:.1} ms{}",
             match direction {
                 Direction::Forward => "projected",
@@ -73,7 +82,7 @@ pub fn run(
                 Some((n, seed)) => format!(", {n} (seed {seed})"),
                 None => String::new(),
             }
-        );
+        ));
     }
     Ok(())
 }
@@ -88,17 +97,27 @@ fn apply<T: Scalar>(
     noise: Option<(Noise, u64)>,
 ) -> Result<ArrayD<T>, Failure> {
     let ray = compute.ray_transform::<T>(setup)?;
-    let out = match direction {
-        Direction::Forward => ray.apply(&ray.domain().element(input)?)?,
-        Direction::Adjoint => ray.adjoint()?.apply(&ray.range().element(input)?)?,
-    }
-    .to_host()?;
-    let out = match noise {
-        Some((noise, seed)) => {
-            let host = ray.range().with_device(Device::Cpu)?;
-            noise.apply(&host, &out, seed)?
-        }
-        None => out,
+    let (out, what) = match direction {
+        Direction::Forward => (ray.apply(&ray.domain().element(input)?)?, "the projection"),
+        Direction::Adjoint => (
+            ray.adjoint()?.apply(&ray.range().element(input)?)?,
+            "the back-projection",
+        ),
     };
-    Ok(out.into_array()?)
+    let out = out.to_host()?.into_array()?;
+    check_finite(&out.view(), what, OVERFLOW_HINT)?;
+    let Some((noise, seed)) = noise else {
+        return Ok(out);
+    };
+    let host = ray.range().with_device(Device::Cpu)?;
+    let noisy = noise
+        .apply(&host, &host.element(out)?, seed)
+        .map_err(|e| noise.failure(&e))?
+        .into_array()?;
+    check_finite(
+        &noisy.view(),
+        "the noisy projection",
+        "--noise is too strong for the precision (float32 overflows beyond 3.4e38)",
+    )?;
+    Ok(noisy)
 }

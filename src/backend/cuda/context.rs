@@ -485,21 +485,37 @@ impl DeviceCtx {
         Ok(f)
     }
 
-    /// Runs an allocation; on out-of-memory, returns the pool's cached memory to the device
-    /// and tries once more.
+    /// Runs an allocation of `bytes` bytes; on out-of-memory, returns the pool's cached memory
+    /// to the device and tries once more. Running out again is [`Error::OutOfMemory`] with
+    /// the device's free memory as the limit.
     fn retry_oom<R>(
         &self,
         what: &str,
+        bytes: usize,
         f: impl Fn() -> std::result::Result<R, DriverError>,
     ) -> Result<R> {
+        let oom = sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY;
         match f() {
-            Err(e) if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY => {
+            Err(e) if e.0 == oom => {
                 if let Some(pool) = self.pool {
                     let _ = self.stream.synchronize();
                     // SAFETY: the pool handle came from cuDeviceGetDefaultMemPool.
                     let _ = unsafe { sys::cuMemPoolTrimTo(pool as sys::CUmemoryPool, 0) };
                 }
-                f().map_err(driver_err(what))
+                match f() {
+                    Err(e) if e.0 == oom => {
+                        let free = cudarc::driver::result::mem_get_info()
+                            .map(|(free, _)| free as u64)
+                            .unwrap_or(0);
+                        Err(Error::OutOfMemory {
+                            what: "an array".into(),
+                            bytes: bytes as u128,
+                            limit: free,
+                            device: crate::Device::Cuda(self.id),
+                        })
+                    }
+                    r => r.map_err(driver_err(what)),
+                }
             }
             r => r.map_err(driver_err(what)),
         }
@@ -510,6 +526,7 @@ impl DeviceCtx {
         let bytes = n.max(1).saturating_mul(std::mem::size_of::<U>());
         self.retry_oom(
             &format!("allocating {bytes} bytes on cuda:{}", self.id),
+            bytes,
             || {
                 // SAFETY: the memory is uninitialised; callers write before they read.
                 unsafe { self.stream.alloc::<U>(n.max(1)) }

@@ -25,9 +25,10 @@ impl<T: Scalar> HostTensor<T> {
         }
     }
 
-    /// A tensor filled with `v`.
-    pub(crate) fn full(shape: &[usize], v: T) -> Self {
-        HostTensor(ArrayD::from_elem(IxDyn(shape), v))
+    /// A tensor filled with `v` (an error when it would not fit in the host-memory limit).
+    pub(crate) fn full(shape: &[usize], v: T) -> Result<Self> {
+        crate::memory::check_host_array(shape, std::mem::size_of::<T>())?;
+        Ok(HostTensor(ArrayD::from_elem(IxDyn(shape), v)))
     }
 
     /// The data.
@@ -73,9 +74,11 @@ impl<T: Scalar> BackendStorage<T> for HostTensor<T> {
         self.0.shape()
     }
     fn try_clone(&self) -> Result<Self> {
+        crate::memory::check_host_array(self.0.shape(), std::mem::size_of::<T>())?;
         Ok(HostTensor(self.0.clone()))
     }
     fn to_host(&self) -> Result<ArrayD<T>> {
+        crate::memory::check_host_array(self.0.shape(), std::mem::size_of::<T>())?;
         Ok(self.0.clone())
     }
     fn binary(&mut self, op: Binary<T>, x: &Self, y: &Self) -> Result<()> {
@@ -147,7 +150,7 @@ impl<T: Scalar> DeviceBackend<T> for HostTensor<T> {
     }
     fn zeros(id: usize, shape: &[usize]) -> Result<Self> {
         check_host(id)?;
-        Ok(HostTensor::full(shape, T::zero()))
+        HostTensor::full(shape, T::zero())
     }
     fn to_device(&self, id: usize) -> Result<Self> {
         check_host(id)?;

@@ -12,7 +12,10 @@ mod subset;
 mod vec;
 
 pub use helpers::{cone_beam_geometry, parallel_beam_geometry};
-pub use spec::{AngleSpec, DetectorSpec, GeometryKind, GeometrySpec, TomoSpec, VolumeSpec};
+pub use spec::{
+    AngleSpec, DetectorSpec, GeometryKind, GeometrySpec, TomoSpec, VolumeSpec,
+    MAX_GEOMETRY_FILE_BYTES, MAX_GEOMETRY_MAGNITUDE,
+};
 pub use vec::{Beam, VecGeometry, View};
 
 use crate::{Error, Result, UniformPartition};
@@ -97,6 +100,13 @@ impl Geometry {
             init([0.0, 1.0, 0.0]),
             init([0.0, 0.0, 1.0]),
         );
+        // The views and their angles, checked before they are allocated.
+        let count = angles.shape()[0];
+        crate::memory::check_host_alloc(
+            &format!("a geometry of {count} views"),
+            count,
+            std::mem::size_of::<View>() + std::mem::size_of::<f64>(),
+        )?;
         let thetas = angles.coord_vector(0)?;
         let views = thetas
             .iter()

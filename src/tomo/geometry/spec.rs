@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 
 use super::{Beam, Geometry, VecGeometry, View};
 use crate::{uniform_discr, Error, Result, Scalar, Space, UniformPartition};
@@ -21,7 +21,10 @@ use crate::{uniform_discr, Error, Result, Scalar, Space, UniformPartition};
 /// # Ok::<(), rodl::Error>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "an object with the keys \"volume\" and \"geometry\""
+)]
 pub struct TomoSpec {
     /// The volume (domain of the ray transform).
     pub volume: VolumeSpec,
@@ -31,13 +34,17 @@ pub struct TomoSpec {
 
 /// A uniformly discretised box.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "an object with the keys \"min_pt\", \"max_pt\" and \"shape\""
+)]
 pub struct VolumeSpec {
     /// Lower corner.
     pub min_pt: Vec<f64>,
     /// Upper corner.
     pub max_pt: Vec<f64>,
     /// Cells per axis.
+    #[serde(deserialize_with = "whole_numbers")]
     pub shape: Vec<usize>,
 }
 
@@ -59,19 +66,26 @@ pub enum GeometryKind {
 
 /// Uniformly partitioned angles: midpoints of `count` cells over `[min, max]` (radians).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "an object with the keys \"min\", \"max\" and \"count\""
+)]
 pub struct AngleSpec {
     /// Start of the angle interval.
     pub min: f64,
     /// End of the angle interval.
     pub max: f64,
     /// Number of angles.
+    #[serde(deserialize_with = "whole_number")]
     pub count: usize,
 }
 
 /// A uniformly partitioned detector: `[u]` in 2D, `[u, v]` in 3D.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "an object with the key \"shape\" (and \"min\", \"max\")"
+)]
 pub struct DetectorSpec {
     /// Lower corner (not used by the `vec` kind).
     #[serde(default)]
@@ -80,12 +94,16 @@ pub struct DetectorSpec {
     #[serde(default)]
     pub max: Option<Vec<f64>>,
     /// Pixels per axis.
+    #[serde(deserialize_with = "whole_numbers")]
     pub shape: Vec<usize>,
 }
 
 /// One view of a `vec` geometry (see [`View`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "an object with the keys \"src\", \"det_center\", \"det_u\" (and \"det_v\")"
+)]
 pub struct ViewSpec {
     /// Source position (cone/fan) or ray direction (parallel).
     pub src: Vec<f64>,
@@ -100,7 +118,10 @@ pub struct ViewSpec {
 
 /// An acquisition geometry in the JSON format; [`GeometrySpec::build`] checks it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "an object with the keys \"kind\", \"detector\" and those of its kind"
+)]
 pub struct GeometrySpec {
     /// Which geometry.
     pub kind: GeometryKind,
@@ -132,9 +153,22 @@ pub struct GeometrySpec {
     pub views: Option<Vec<ViewSpec>>,
 }
 
+/// The message of an error without its kind's prefix.
+fn plain(e: &Error) -> String {
+    match e {
+        Error::InvalidArgument(m) | Error::Geometry(m) | Error::Config(m) => {
+            m.strip_prefix("partition: ").unwrap_or(m).to_string()
+        }
+        e => e.to_string(),
+    }
+}
+
 fn need<'a, T>(v: &'a Option<T>, name: &str, kind: GeometryKind) -> Result<&'a T> {
     v.as_ref().ok_or_else(|| {
-        Error::Config(format!("geometry of kind {kind:?} needs the key `{name}`").to_lowercase())
+        Error::Config(format!(
+            "a geometry of kind {} needs the key `geometry.{name}`",
+            format!("{kind:?}").to_lowercase()
+        ))
     })
 }
 
@@ -148,20 +182,191 @@ fn vec3(v: &[f64], ndim: usize, name: &str) -> Result<[f64; 3]> {
     Ok([v[0], v[1], if ndim == 3 { v[2] } else { 0.0 }])
 }
 
+/// The largest magnitude of a length or an angle in a geometry file: beyond it, distances and
+/// their squares would overflow in float32 computations.
+pub const MAX_GEOMETRY_MAGNITUDE: f64 = 1e15;
+
+/// The largest geometry file read, in bytes.
+pub const MAX_GEOMETRY_FILE_BYTES: u64 = 256 << 20;
+
+/// A whole number (`90`, or `90.0` as some JSON writers print it), at least 0.
+fn whole_number<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<usize, D::Error> {
+    let v = serde_json::Value::deserialize(d)?;
+    as_whole(&v).map_err(serde::de::Error::custom)
+}
+
+/// A list of whole numbers (see [`whole_number`]).
+fn whole_numbers<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Vec<usize>, D::Error> {
+    let v = serde_json::Value::deserialize(d)?;
+    match &v {
+        serde_json::Value::Array(items) => items
+            .iter()
+            .map(as_whole)
+            .collect::<std::result::Result<_, _>>()
+            .map_err(serde::de::Error::custom),
+        other => Err(serde::de::Error::custom(format!(
+            "expected a list of whole numbers, got {}",
+            describe_value(other)
+        ))),
+    }
+}
+
+fn as_whole(v: &serde_json::Value) -> std::result::Result<usize, String> {
+    let bad = || format!("expected a whole number ≥ 0, got {}", describe_value(v));
+    let serde_json::Value::Number(n) = v else {
+        return Err(bad());
+    };
+    if let Some(k) = n.as_u64() {
+        return usize::try_from(k).map_err(|_| bad());
+    }
+    match n.as_f64() {
+        // Integral floats up to 2^53 are exact; beyond, no count is meant.
+        Some(x) if x >= 0.0 && x.fract() == 0.0 && x <= 9_007_199_254_740_992.0 => Ok(x as usize),
+        _ => Err(bad()),
+    }
+}
+
+/// A JSON value for messages: numbers and short strings as written, else the type.
+fn describe_value(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::Number(n) => n.to_string(),
+        serde_json::Value::String(s) if s.chars().count() <= 20 => format!("the string {s:?}"),
+        serde_json::Value::String(_) => "a string".into(),
+        serde_json::Value::Null => "null".into(),
+        serde_json::Value::Bool(b) => b.to_string(),
+        serde_json::Value::Array(_) => "a list".into(),
+        serde_json::Value::Object(_) => "an object".into(),
+    }
+}
+
+/// A number for messages: as written between 1e-4 and 1e7, else in scientific notation.
+fn num(x: f64) -> String {
+    if x == 0.0 || (1e-4..1e7).contains(&x.abs()) {
+        format!("{x}")
+    } else {
+        format!("{x:e}")
+    }
+}
+
+/// Errors unless `x` (the value of `key`) is finite and at most [`MAX_GEOMETRY_MAGNITUDE`] in magnitude.
+fn check_number(key: &str, x: f64) -> Result<()> {
+    if !x.is_finite() || x.abs() > MAX_GEOMETRY_MAGNITUDE {
+        return Err(Error::Config(format!(
+            "`{key}` is {}; lengths and angles must be finite and at most \
+             {MAX_GEOMETRY_MAGNITUDE:e} in magnitude",
+            num(x)
+        )));
+    }
+    Ok(())
+}
+
+fn check_numbers(key: &str, xs: &[f64]) -> Result<()> {
+    for (i, &x) in xs.iter().enumerate() {
+        check_number(&format!("{key}[{i}]"), x)?;
+    }
+    Ok(())
+}
+
+/// Checks a box `[min, max]` with `shape` cells given under `key` (`volume`, …): lengths agree,
+/// numbers are in range, `min < max` and no axis is empty.
+fn check_box(
+    key: &str,
+    min: &[f64],
+    max: &[f64],
+    shape: &[usize],
+    lo: &str,
+    hi: &str,
+) -> Result<()> {
+    for (name, len) in [(lo, min.len()), (hi, max.len())] {
+        if len != shape.len() {
+            return Err(Error::Config(format!(
+                "`{key}.{name}` has {len} entries but `{key}.shape` has {}: they must agree",
+                shape.len()
+            )));
+        }
+    }
+    check_numbers(&format!("{key}.{lo}"), min)?;
+    check_numbers(&format!("{key}.{hi}"), max)?;
+    for i in 0..shape.len() {
+        if min[i] >= max[i] {
+            return Err(Error::Config(format!(
+                "`{key}.{hi}[{i}]` ({}) must be larger than `{key}.{lo}[{i}]` ({})",
+                num(max[i]),
+                num(min[i])
+            )));
+        }
+        if shape[i] == 0 {
+            return Err(Error::Config(format!(
+                "`{key}.shape[{i}]` must be at least 1"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Turns a JSON error at `path` into a message that names the key.
+fn json_error(e: serde_path_to_error::Error<serde_json::Error>) -> Error {
+    let path = e.path().to_string();
+    let inner = e.into_inner();
+    let text = inner
+        .to_string()
+        .replace("expected f64", "expected a number")
+        .replace("expected usize", "expected a whole number")
+        .replace("expected a sequence", "expected a list")
+        .replace(
+            "expected an array of length 3",
+            "expected a list of 3 numbers",
+        )
+        .replace("expected a string", "expected text in quotes");
+    let text = if path.ends_with("kind") && text.starts_with("expected value") {
+        text.replacen(
+            "expected value",
+            "expected one of \"parallel2d\", \"fanflat\", \"parallel3d\", \"cone\", \"vec\"",
+            1,
+        )
+    } else {
+        text
+    };
+    if path.is_empty() || path == "." {
+        Error::Config(text)
+    } else {
+        Error::Config(format!("`{path}`: {text}"))
+    }
+}
+
 impl TomoSpec {
-    /// Parses the JSON text; unknown keys are errors and missing keys are named.
+    /// Parses the JSON text (a leading UTF-8 byte-order mark is skipped); unknown keys are
+    /// errors, and every error names the key concerned.
     pub fn from_json(text: &str) -> Result<Self> {
-        serde_json::from_str(text).map_err(|e| Error::Config(e.to_string()))
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        let mut de = serde_json::Deserializer::from_str(text);
+        let spec: TomoSpec = serde_path_to_error::deserialize(&mut de).map_err(json_error)?;
+        de.end().map_err(|e| Error::Config(e.to_string()))?;
+        Ok(spec)
     }
 
-    /// Reads and parses a geometry JSON file.
+    /// Reads and parses a geometry JSON file: a regular file of at most [`MAX_GEOMETRY_FILE_BYTES`].
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|e| Error::Io {
+        let io = |message: String| Error::Io {
             path: path.to_path_buf(),
-            message: e.to_string(),
-        })?;
-        serde_json::from_str(&text).map_err(|e| Error::Config(format!("{}: {e}", path.display())))
+            message,
+        };
+        let meta = std::fs::metadata(path).map_err(|e| io(e.to_string()))?;
+        if !meta.is_file() {
+            return Err(io("not a regular file".into()));
+        }
+        if meta.len() > MAX_GEOMETRY_FILE_BYTES {
+            return Err(io(format!(
+                "{} bytes, more than the {MAX_GEOMETRY_FILE_BYTES} bytes a geometry file may have",
+                meta.len()
+            )));
+        }
+        let text = std::fs::read_to_string(path).map_err(|e| io(e.to_string()))?;
+        TomoSpec::from_json(&text).map_err(|e| match e {
+            Error::Config(m) => Error::Config(format!("{}: {m}", path.display())),
+            e => e,
+        })
     }
 
     /// The JSON text of this description.
@@ -171,15 +376,71 @@ impl TomoSpec {
 }
 
 impl VolumeSpec {
-    /// The discretised volume space (on the CPU).
+    /// Checks the description: as many corners' entries as axes, finite numbers of at most
+    /// [`MAX_GEOMETRY_MAGNITUDE`], `min_pt < max_pt` and at least one cell per axis; errors name the key.
+    pub fn check(&self) -> Result<()> {
+        if self.shape.is_empty() {
+            return Err(Error::Config("`volume.shape` must not be empty".into()));
+        }
+        check_box(
+            "volume",
+            &self.min_pt,
+            &self.max_pt,
+            &self.shape,
+            "min_pt",
+            "max_pt",
+        )
+    }
+
+    /// The discretised volume space (on the CPU), after [`VolumeSpec::check`].
     pub fn space<T: Scalar>(&self) -> Result<Space<T>> {
+        self.check()?;
         uniform_discr(&self.min_pt, &self.max_pt, &self.shape)
     }
 }
 
 impl GeometrySpec {
+    /// Checks the numbers of the description: finite and at most [`MAX_GEOMETRY_MAGNITUDE`].
+    fn check_numbers(&self) -> Result<()> {
+        if let Some(a) = &self.angles {
+            check_number("geometry.angles.min", a.min)?;
+            check_number("geometry.angles.max", a.max)?;
+        }
+        for (key, v) in [
+            ("geometry.detector.min", &self.detector.min),
+            ("geometry.detector.max", &self.detector.max),
+            ("geometry.det_offset", &self.det_offset),
+        ] {
+            if let Some(v) = v {
+                check_numbers(key, v)?;
+            }
+        }
+        for (key, v) in [
+            ("geometry.src_radius", self.src_radius),
+            ("geometry.det_radius", self.det_radius),
+            ("geometry.pitch", self.pitch),
+        ] {
+            if let Some(v) = v {
+                check_number(key, v)?;
+            }
+        }
+        if let Some(a) = &self.axis {
+            check_numbers("geometry.axis", a)?;
+        }
+        for (k, v) in self.views.iter().flatten().enumerate() {
+            check_numbers(&format!("geometry.views[{k}].src"), &v.src)?;
+            check_numbers(&format!("geometry.views[{k}].det_center"), &v.det_center)?;
+            check_numbers(&format!("geometry.views[{k}].det_u"), &v.det_u)?;
+            if let Some(d) = &v.det_v {
+                check_numbers(&format!("geometry.views[{k}].det_v"), d)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Builds and checks the geometry.
     pub fn build(&self) -> Result<Geometry> {
+        self.check_numbers()?;
         let kind = self.kind;
         let ndim = match kind {
             GeometryKind::Parallel2d | GeometryKind::Fanflat => 2,
@@ -196,7 +457,7 @@ impl GeometrySpec {
         };
         if self.detector.shape.len() != ndim - 1 {
             return Err(Error::Config(format!(
-                "a {ndim}D geometry needs detector.shape with {} entries, got {}",
+                "a {ndim}D geometry needs `geometry.detector.shape` with {} entries, got {}",
                 ndim - 1,
                 self.detector.shape.len()
             )));
@@ -234,12 +495,32 @@ impl GeometrySpec {
             ));
         }
         let a = need(&self.angles, "angles", kind)?;
+        if a.count == 0 {
+            return Err(Error::Config(
+                "`geometry.angles.count` must be at least 1".into(),
+            ));
+        }
+        if a.min >= a.max {
+            return Err(Error::Config(format!(
+                "`geometry.angles.max` ({}) must be larger than `geometry.angles.min` ({})",
+                num(a.max),
+                num(a.min)
+            )));
+        }
         let angles = UniformPartition::new(&[a.min], &[a.max], &[a.count])
-            .map_err(|e| Error::Config(format!("angles: {e}")))?;
+            .map_err(|e| Error::Config(format!("`geometry.angles`: {}", plain(&e))))?;
         let dmin = need(&self.detector.min, "detector.min", kind)?;
         let dmax = need(&self.detector.max, "detector.max", kind)?;
+        check_box(
+            "geometry.detector",
+            dmin,
+            dmax,
+            &self.detector.shape,
+            "min",
+            "max",
+        )?;
         let det = UniformPartition::new(dmin, dmax, &self.detector.shape)
-            .map_err(|e| Error::Config(format!("detector: {e}")))?;
+            .map_err(|e| Error::Config(format!("`geometry.detector`: {}", plain(&e))))?;
         let axis = self.axis.unwrap_or([0.0, 0.0, 1.0]);
         if ndim == 2 && self.axis.is_some() {
             return Err(Error::Config(

@@ -285,6 +285,7 @@ fn sample<T: Scalar>(space: &Space<T>, frame: &RefFrame, bodies: &[Body]) -> Res
         coords.push(vec![0.0]);
     }
     let (nx, ny, nz) = (coords[0].len(), coords[1].len(), coords[2].len());
+    crate::memory::check_host_array(space.shape()?, std::mem::size_of::<T>())?;
     let mut a = Array3::<T>::zeros((nx, ny, nz));
     let ranges: Vec<[(usize, usize); 3]> = bodies
         .iter()

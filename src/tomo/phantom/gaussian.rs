@@ -58,6 +58,7 @@ pub fn gaussian_projections<T: Scalar>(
         return Err(Error::invalid("2D blobs must have center[2] = 0"));
     }
     let shape = g.data_shape();
+    crate::memory::check_host_array(&shape, std::mem::size_of::<T>())?;
     let mut out = ArrayD::zeros(IxDyn(&shape));
     let nv = g.nv();
     for (k, o) in out.iter_mut().enumerate() {

@@ -83,6 +83,7 @@ fn projections<T: Scalar>(
         .collect();
     let g = geometry.vec();
     let (nu, nv) = (g.nu(), g.nv());
+    crate::memory::check_host_array(&g.data_shape(), std::mem::size_of::<T>())?;
     let mut out = ArrayD::<T>::zeros(IxDyn(&g.data_shape()));
     let flat = out
         .as_slice_mut()

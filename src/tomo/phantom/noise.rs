@@ -112,6 +112,7 @@ fn map_entries<T: Scalar, R: Rng + ?Sized>(
         return space.product_element(parts);
     }
     let a = x.as_array()?;
+    crate::memory::check_host_array(a.shape(), std::mem::size_of::<T>())?;
     let mut out = ArrayD::<T>::zeros(a.raw_dim());
     for (o, &v) in out.iter_mut().zip(a.iter()) {
         *o = T::of(f(v.f64(), rng)?);
