@@ -103,6 +103,10 @@ def _geometry(geometry) -> Geometry:
         else:
             d = np.asarray(geometry.det_to_src(a, mid if ndim == 3 else mid[0]), float)
             src = -d / np.linalg.norm(d)
+            # Where the detector sits along the rays does not change a parallel beam's line
+            # integrals: put its centre on the plane through the origin, as rodl's own
+            # parallel geometries do.
+            centre = centre - np.dot(centre, src) * src
         rows.append(np.concatenate([src.reshape(-1), centre.reshape(-1)] + [v.reshape(-1) for v in axes]))
     vectors = np.array(rows, dtype=float)
     if not np.all(np.isfinite(vectors)):

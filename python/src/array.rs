@@ -62,9 +62,10 @@ pub fn read<'py, T: Real>(
 
 /// The entries of an array in C order.
 pub fn to_vec<T: Real>(a: &PyArrayLikeDyn<'_, T, AllowTypeChange>) -> Vec<T> {
+    // `as_slice` also accepts Fortran order: only a C-contiguous buffer is in logical order.
     match a.as_slice() {
-        Ok(s) => s.to_vec(),
-        Err(_) => a.as_array().iter().copied().collect(),
+        Ok(s) if a.is_c_contiguous() => s.to_vec(),
+        _ => a.as_array().iter().copied().collect(),
     }
 }
 

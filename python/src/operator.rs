@@ -142,9 +142,10 @@ pub fn apply<T: Real>(
             let mut w = arr
                 .try_readwrite()
                 .map_err(|e| value_error(format!("out: {e}")))?;
+            let c_order = w.is_c_contiguous();
             match w.as_slice_mut() {
-                Ok(s) => s.copy_from_slice(&result),
-                Err(_) => {
+                Ok(s) if c_order => s.copy_from_slice(&result),
+                _ => {
                     for (dst, src) in w.as_array_mut().iter_mut().zip(&result) {
                         *dst = *src;
                     }

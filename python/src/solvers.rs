@@ -204,6 +204,7 @@ fn mlem_t<'py, T: Real>(
     })
 }
 
+#[allow(clippy::too_many_arguments)]
 fn osem_t<'py, T: Real>(
     py: Python<'py>,
     a: &LinOp<T>,
