@@ -9,7 +9,14 @@ import rodl
 pytestmark = pytest.mark.gpu
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_cuda_float64_is_a_clean_error():
+    s = rodl.uniform_discr([-1, -1], [1, 1], [8, 8], dtype="float64")
+    with pytest.raises(NotImplementedError):
+        ray = rodl.RayTransform(s, rodl.parallel_beam_geometry(s, 4), backend="cuda")
+        ray(s.one())
+
+
+@pytest.mark.parametrize("dtype", ["float32"])
 def test_cuda_ray_transform_matches_cpu(dtype):
     from conftest import geometry_cases
 
