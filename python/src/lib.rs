@@ -4,7 +4,9 @@
 
 mod array;
 mod diagnostics;
+mod dlpack;
 mod errors;
+mod factory;
 mod geometry;
 mod operator;
 mod phantom;
@@ -24,6 +26,7 @@ fn _rodl(m: &Bound<'_, PyModule>) -> PyResult<()> {
     space::register(m)?;
     geometry::register(m)?;
     operator::register(m)?;
+    factory::register(m)?;
     tomo::register(m)?;
     phantom::register(m)?;
     solvers::register(m)?;

@@ -5,6 +5,7 @@ use numpy::{PyArrayDyn, PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 
 use crate::array::{array_shape, element, read, to_numpy, to_vec, Real};
+use crate::dlpack::{Place, TensorRef};
 use crate::errors::{type_error, value_error, IntoPyResult};
 use crate::scalar::{each, pair, Any, Dtype};
 use crate::space::PySpace;
@@ -101,10 +102,8 @@ pub fn apply<T: Real>(
         .detach(|| -> rodl::Result<Vec<T>> {
             if batch == 1 {
                 let xe = domain.element_from_vec(data)?;
-                return op
-                    .apply(&xe)?
-                    .into_array()
-                    .map(|a| a.into_raw_vec_and_offset().0);
+                let y = op.apply(&xe)?.to_host()?;
+                return y.into_array().map(|a| a.into_raw_vec_and_offset().0);
             }
             let mut res = Vec::new();
             res.try_reserve_exact(batch * n_out).map_err(|_| {
@@ -113,6 +112,14 @@ pub fn apply<T: Real>(
                     batch * n_out
                 ))
             })?;
+            if domain.device() != rodl::Device::Cpu {
+                // A device-resident operator: each input goes up, each result comes back.
+                for b in 0..batch {
+                    let xe = domain.element_from_vec(data[b * n_in..(b + 1) * n_in].to_vec())?;
+                    res.extend_from_slice(op.apply(&xe)?.to_host()?.as_slice()?);
+                }
+                return Ok(res);
+            }
             let mut xe = domain.zero()?;
             let mut ye = range.zero()?;
             for b in 0..batch {
@@ -154,6 +161,76 @@ pub fn apply<T: Real>(
             Ok(o.clone().unbind())
         }
     }
+}
+
+/// Applies `op` to a C-contiguous CUDA tensor `x` (`(*batch, *domain)`) into `out`
+/// (`(*batch, *range)`), both on the operator's device, in place, ordered on the caller's
+/// `stream` (see `rodl::interop::apply_to_cuda_memory`).
+fn apply_dlpack<T: Real>(
+    py: Python<'_>,
+    op: &LinOp<T>,
+    x: &TensorRef,
+    out: &TensorRef,
+    stream: u64,
+) -> PyResult<()> {
+    let bits = (8 * std::mem::size_of::<T>()) as u8;
+    if x.bits != bits || out.bits != bits {
+        return Err(type_error(format!(
+            "the operator computes in float{bits}, got float{} input and float{} output",
+            x.bits, out.bits
+        )));
+    }
+    let id = match op.domain().device() {
+        rodl::Device::Cuda(id) => id,
+        d => {
+            return Err(value_error(format!(
+                "the operator was built for {d}, not for a GPU: build it for the tensor's device"
+            )))
+        }
+    };
+    for (t, what) in [(x, "input"), (out, "output")] {
+        if t.place != Place::Cuda(id) {
+            return Err(value_error(format!(
+                "the {what} tensor is on {:?}, the operator on cuda:{id}",
+                t.place
+            )));
+        }
+    }
+    let dshape = array_shape(op.domain())?;
+    let rshape = array_shape(op.range())?;
+    let d = dshape.len();
+    if x.shape.len() < d || x.shape[x.shape.len() - d..] != dshape[..] {
+        return Err(value_error(format!(
+            "input: expected shape (*batch, {dshape:?}), got {:?}",
+            x.shape
+        )));
+    }
+    let lead = &x.shape[..x.shape.len() - d];
+    let mut want = lead.to_vec();
+    want.extend_from_slice(&rshape);
+    if out.shape != want {
+        return Err(value_error(format!(
+            "output: expected shape {want:?}, got {:?}",
+            out.shape
+        )));
+    }
+    let batch: usize = lead.iter().product();
+    let (xp, op_ptr) = (x.ptr, out.ptr);
+    py.detach(|| {
+        // SAFETY: both tensors are live CUDA tensors of the operator's device with the checked
+        // shapes and dtype (the caller keeps them referenced), C-contiguous, and distinct
+        // (the output is a fresh tensor); `stream` is the caller's current stream there.
+        unsafe {
+            rodl::interop::apply_to_cuda_memory(
+                op.as_ref() as &dyn rodl::Operator<T>,
+                xp,
+                op_ptr,
+                batch,
+                stream,
+            )
+        }
+    })
+    .py()
 }
 
 fn scalar_of(obj: &Bound<'_, PyAny>) -> Option<f64> {
@@ -224,6 +301,29 @@ impl PyOperator {
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         each!(&self.inner, op => apply(py, op, x, out))
+    }
+
+    /// Where the operator's domain and range live: `'cpu'` or `'cuda:N'` (operators built by a
+    /// factory for a GPU).
+    #[getter]
+    fn device(&self) -> String {
+        each!(&self.inner, op => op.domain().device().to_string())
+    }
+
+    /// For `rodl.torch`: applies the operator to the CUDA tensor behind the DLPack capsule `x`
+    /// (`(*batch, *domain.shape)`, C-contiguous, on the operator's device), writing into the
+    /// tensor behind `out` (`(*batch, *range.shape)`), ordered on the CUDA `stream` (its
+    /// handle) without synchronising. Both tensors must stay referenced by the caller.
+    fn _apply_dlpack(
+        &self,
+        py: Python<'_>,
+        x: &Bound<'_, PyAny>,
+        out: &Bound<'_, PyAny>,
+        stream: u64,
+    ) -> PyResult<()> {
+        let tx = crate::dlpack::read(x, "input")?;
+        let to = crate::dlpack::read(out, "output")?;
+        each!(&self.inner, op => apply_dlpack(py, op, &tx, &to, stream))
     }
 
     /// The adjoint, exact in the weighted inner products of domain and range.

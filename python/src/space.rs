@@ -87,10 +87,24 @@ impl PySpace {
         each!(&self.inner, s => s.cell_volume().py())
     }
 
-    /// The constant weight of the inner product.
+    /// The constant weight of the inner product (of every part, for a product space whose
+    /// parts share one weight).
     #[getter]
     fn weighting(&self) -> PyResult<f64> {
-        each!(&self.inner, s => s.weight().py())
+        fn weight<T: rodl::Scalar>(s: &Space<T>) -> PyResult<f64> {
+            if !s.is_product() {
+                return s.weight().py();
+            }
+            let parts = s.parts().py()?;
+            let w = parts.iter().map(weight).collect::<PyResult<Vec<_>>>()?;
+            match w.first() {
+                Some(&w0) if w.iter().all(|&v| v == w0) => Ok(w0),
+                _ => Err(crate::errors::value_error(
+                    "the parts of this product space have different weights",
+                )),
+            }
+        }
+        each!(&self.inner, s => weight(s))
     }
 
     /// Whether this is a product space (elements with parts).

@@ -141,7 +141,7 @@ fn parse_filter(name: &str) -> PyResult<FilterType> {
         })
 }
 
-fn options(
+pub(crate) fn options(
     filter_type: &str,
     frequency_scaling: f64,
     padding: bool,
