@@ -20,6 +20,7 @@ This module imports ``torch``; ``import rodl`` alone does not.
 """
 
 import threading
+import weakref
 from typing import Dict, Union
 
 import numpy as np
@@ -33,6 +34,9 @@ _lock = threading.Lock()
 _operators: Dict[int, Operator] = {}
 _adjoints: Dict[int, int] = {}
 _by_identity: Dict[int, int] = {}
+# Modules by key, for the constant-result lookup that torch.compile traces (weak: a module
+# that is gone needs no lookup).
+_modules = weakref.WeakValueDictionary()
 
 
 def operator_handle(op: Operator) -> int:
@@ -175,6 +179,9 @@ class OperatorModule(torch.nn.Module):
                 f"OperatorModule needs a rodl.Factory or rodl.Operator, got {type(operator).__name__}"
             )
         self._cache = _Cache()
+        with _lock:
+            self._key = len(_modules) + 1
+            _modules[self._key] = self
 
     @classmethod
     def from_op_factory(cls, factory: Factory) -> "OperatorModule":
@@ -214,8 +221,16 @@ class OperatorModule(torch.nn.Module):
         return h
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.ops.rodl.apply(x, self._handle(x.device))
+        return torch.ops.rodl.apply(x, _module_handle(self._key, x.device.type, x.device.index))
 
     def extra_repr(self) -> str:
         src = self.factory if self.factory is not None else self.fixed
         return repr(src)
+
+
+@torch._dynamo.assume_constant_result
+def _module_handle(key: int, device_type: str, device_index) -> int:
+    # Under torch.compile the handle is found (and the operator built) while tracing and is a
+    # constant of the graph; the tensor's device is part of the graph's guards.
+    device = torch.device(device_type) if device_index is None else torch.device(device_type, device_index)
+    return _modules[key]._handle(device)
