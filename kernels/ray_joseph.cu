@@ -1033,24 +1033,24 @@ extern "C" __global__ void joseph_setup2_f32(const double* __restrict__ views, R
 }
 
 // vol[i0, i1] = sum over views and rays of w * sino * weight (every pixel written once: no
-// zeroing needed). 32-bit pixel indices. `groups` (1, 2, 4, 8 or 16) threads share a pixel, each
-// summing every groups-th view; their sums meet by warp shuffles (the groups of a pixel are
-// neighbouring lanes), so small images still fill the GPU.
+// zeroing needed). 32-bit pixel indices. A block is `groups` warps (blockDim.x = 32 * groups,
+// groups <= 16) over 32 consecutive pixels: warp k sums views k, k + groups, … of all 32 pixels
+// (the lanes of a warp read neighbouring rays of one view), and the warps' sums are added in
+// warp order through shared memory, so small images still fill the GPU and the result does not
+// depend on scheduling.
 extern "C" __global__ void joseph_backward2_gather_f32(const float* __restrict__ sino, float* __restrict__ vol,
                                                        const Ray2* __restrict__ rays, const View2* __restrict__ info,
-                                                       RayParams p, int groups) {
+                                                       RayParams p) {
+    __shared__ float part[16][32];
     const int n0 = (int)p.shape[0], n1 = (int)p.shape[1];
     const int nu = p.nu;
-    const unsigned total = (unsigned)n0 * (unsigned)n1 * (unsigned)groups;
-    // Whole warps iterate together (the shuffles need every lane of a group).
-    const unsigned stride = gridDim.x * blockDim.x;
-    const unsigned start = blockIdx.x * blockDim.x + threadIdx.x;
-    const unsigned rounds = (total + stride - 1) / stride;
-    for (unsigned r = 0; r < rounds; ++r) {
-        const unsigned g = start + r * stride;
-        const bool live = g < total;
-        const unsigned pix = g / (unsigned)groups;
-        const int grp = (int)(g % (unsigned)groups);
+    const int groups = (int)(blockDim.x / 32);
+    const int lane = (int)(threadIdx.x % 32), grp = (int)(threadIdx.x / 32);
+    const unsigned total = (unsigned)n0 * (unsigned)n1;
+    const unsigned blocks = (total + 31) / 32;
+    for (unsigned pb = blockIdx.x; pb < blocks; pb += gridDim.x) {
+        const unsigned pix = pb * 32 + (unsigned)lane;
+        const bool live = pix < total;
         const int i0 = live ? (int)(pix / (unsigned)n1) : 0, i1 = live ? (int)(pix % (unsigned)n1) : 0;
         float acc = 0.0f;
         for (int view = grp; live && view < p.nviews; view += groups) {
@@ -1090,7 +1090,13 @@ extern "C" __global__ void joseph_backward2_gather_f32(const float* __restrict__
                 acc = __fadd_rn(acc, __fmul_rn(c, wt));
             }
         }
-        for (int off = groups / 2; off > 0; off /= 2) acc = __fadd_rn(acc, __shfl_down_sync(0xffffffffu, acc, off, groups));
-        if (live && grp == 0) vol[pix] = acc;
+        part[grp][lane] = acc;
+        __syncthreads();
+        if (grp == 0 && live) {
+            float sum = part[0][lane];
+            for (int k = 1; k < groups; ++k) sum = __fadd_rn(sum, part[k][lane]);
+            vol[pix] = sum;
+        }
+        __syncthreads();
     }
 }

@@ -360,8 +360,9 @@ impl CudaRay {
     /// atomic adds into the zeroed volume, or gathered per pixel.
     ///
     /// Kernels (`kernels/ray_joseph.cu`):
-    /// - 2D parallel beams, 32-bit indices: `joseph_backward2_gather_f32`, up to 16 threads per
-    ///   pixel (each a share of the views, summed by warp shuffles) adding up the few rays whose
+    /// - 2D parallel beams, 32-bit indices: `joseph_backward2_gather_f32`, blocks of up to 16
+    ///   warps over 32 pixels (each warp a share of the views, the warps' sums added in order
+    ///   through shared memory) adding up the few rays whose
     ///   taps include the pixel (their set-up tabled once at construction by
     ///   `joseph_setup2_f32`), with the forward's taps and weights: no atomics, no zeroing. On
     ///   an H200, parallel2d_512 took 1.17 ms with one thread per pixel and 1.35 ms with the
@@ -384,29 +385,24 @@ impl CudaRay {
             let name = "joseph_backward2_gather_f32";
             let f = self.ctx.function(&RAY, name)?;
             let pixels = (self.params.shape[0] * self.params.shape[1]) as usize;
-            // Threads per pixel: enough threads for two full waves of the GPU (2048 per
-            // multiprocessor), at most 16 (a power of two, so that a pixel's lanes share a warp).
-            let want = 2 * 2048 * self.ctx.sm_count() as usize;
-            let groups = (want.div_ceil(pixels.max(1)))
-                .next_power_of_two()
-                .clamp(1, 16)
-                .min((i32::MAX as usize / pixels.max(1)).max(1)) as i32;
-            let threads = pixels * groups as usize;
-            // Whole warps: every lane of a launch takes part in the shuffles.
-            let cfg = self.ctx.launch_cfg(threads.div_ceil(32) * 32);
+            // Warps per block of 32 pixels (each a share of the views): enough threads for two
+            // full waves of the GPU (2048 per multiprocessor), at most 16.
+            let want = 2 * 2048 * self.ctx.sm_count() as u64;
+            let pixel_blocks = (pixels as u64).div_ceil(32).max(1);
+            let groups = (want.div_ceil(32 * pixel_blocks)).clamp(1, 16) as u32;
+            let cfg = LaunchConfig {
+                grid_dim: (pixel_blocks.min(i32::MAX as u64) as u32, 1, 1),
+                block_dim: (32 * groups, 1, 1),
+                shared_mem_bytes: 0,
+            };
             let stream = self.ctx.stream();
             let mut b = stream.launch_builder(&f);
-            b.arg(sino)
-                .arg(vol)
-                .arg(table)
-                .arg(info)
-                .arg(&self.params)
-                .arg(&groups);
+            b.arg(sino).arg(vol).arg(table).arg(info).arg(&self.params);
             // SAFETY: the signature is (const float* sino, float* vol, const Ray2*, const View2*,
-            // RayParams, int groups); the buffers hold this geometry's data and volume (checked
-            // by the caller) and the tables built for it by `setup_gather2`; 32-bit pixel
-            // indices (fits_i32, and pixels × groups < 2³¹); groups is a power of two ≤ 16 and
-            // the blocks are whole warps, as the shuffles need.
+            // RayParams); the buffers hold this geometry's data and volume (checked by the
+            // caller) and the tables built for it by `setup_gather2`; 32-bit pixel indices
+            // (fits_i32); blocks of 32 × groups ≤ 512 threads (the kernel's shared memory holds
+            // 16 warps' sums), a grid-stride loop over blocks of 32 pixels.
             unsafe { b.launch(cfg) }.map_err(driver_err(name))?;
             return Ok(());
         }
