@@ -12,6 +12,7 @@ pub mod diagnostics;
 mod element;
 mod error;
 pub mod factory;
+pub mod interop;
 pub mod io;
 pub mod memory;
 pub mod operator;

@@ -147,6 +147,27 @@ impl<T: Scalar> Storage<T> {
         self.host_mut().map(|h| h.view_mut())
     }
 
+    /// Memory of another library on CUDA device `id` (see [`DeviceBackend::borrow_raw`]); give
+    /// it back with [`Storage::release_borrowed`].
+    ///
+    /// # Safety
+    /// As [`DeviceBackend::borrow_raw`].
+    pub(crate) unsafe fn borrow_cuda(id: usize, ptr: u64, shape: &[usize]) -> Result<Self> {
+        // SAFETY: forwarded to the caller.
+        Ok(Storage::Cuda(unsafe {
+            DeviceTensor::borrow_raw(id, ptr, shape)?
+        }))
+    }
+
+    /// Gives borrowed device memory back without freeing it: its device address, or `None`
+    /// for host data (which is dropped as usual).
+    pub(crate) fn release_borrowed(self) -> Option<u64> {
+        match self {
+            Storage::Cuda(t) => Some(t.release_borrowed()),
+            Storage::Host(_) => None,
+        }
+    }
+
     /// Runs `f` on GPU `id` with `x` and `out` there: device data stays where it is; host data
     /// is copied in, and the result copied out (the ODL-compatible path of a CUDA operator on
     /// host spaces). Operands on different devices, or on another GPU, are an error.

@@ -42,6 +42,14 @@ impl super::Runtime for Cuda {
     fn synchronize(_id: usize) -> Result<()> {
         Err(unavailable())
     }
+    unsafe fn ordered_with_stream(
+        _id: usize,
+        _stream: u64,
+        _f: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<()> {
+        Err(unavailable())
+    }
+
     fn time(_id: usize, _f: &mut dyn FnMut() -> Result<()>) -> Result<f64> {
         Err(unavailable())
     }
@@ -115,6 +123,21 @@ impl<T: Scalar> DeviceBackend<T> for DeviceTensor<T> {
         Err(unavailable())
     }
     fn to_device(&self, _id: usize) -> Result<Self> {
+        match self.0 {}
+    }
+}
+
+impl<T> DeviceTensor<T> {
+    /// Never succeeds: a build without CUDA has no device memory.
+    ///
+    /// # Safety
+    /// Nothing to uphold; `unsafe` to match the CUDA build.
+    pub(crate) unsafe fn borrow_raw(_id: usize, _ptr: u64, _shape: &[usize]) -> Result<Self> {
+        Err(unavailable())
+    }
+
+    /// Uninhabited.
+    pub(crate) fn release_borrowed(self) -> u64 {
         match self.0 {}
     }
 }

@@ -122,4 +122,16 @@ pub(crate) trait Runtime {
     /// Runs `f` between two timing events on device `id` and returns the device time between
     /// them in milliseconds.
     fn time(id: usize, f: &mut dyn FnMut() -> Result<()>) -> Result<f64>;
+    /// Runs `f` (whose work is queued on rodl's stream of device `id`) after the work queued so
+    /// far on another library's stream `stream` of that device, and queues on that stream a
+    /// wait for `f`'s work: both orders by events, without synchronising host or device.
+    ///
+    /// # Safety
+    /// `stream` must be a live CUDA stream of device `id`'s primary context (or 0, the
+    /// default stream).
+    unsafe fn ordered_with_stream(
+        id: usize,
+        stream: u64,
+        f: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<()>;
 }

@@ -72,6 +72,9 @@ pub(crate) struct CudaRay {
     ctx: Arc<DeviceCtx>,
     views: CudaSlice<f64>,
     params: RayParams,
+    /// The per-ray and per-view tables of the 2D parallel-beam gather transpose
+    /// (`joseph_backward2_gather_f32`): `Ray2` (4 words) per ray, `View2` (4 words) per view.
+    gather2: Option<(CudaSlice<f32>, CudaSlice<f32>)>,
 }
 
 impl Drop for CudaRay {
@@ -118,7 +121,37 @@ impl CudaRay {
             .map_err(driver_err("uploading the geometry"))?;
         // Compile now, so that a compilation problem shows at construction.
         ctx.function(&RAY, "joseph_forward_f32")?;
-        Ok(Self { ctx, views, params })
+        let mut ray = Self {
+            ctx,
+            views,
+            params,
+            gather2: None,
+        };
+        if ray.params.ndim == 2 && ray.params.parallel == 1 && ray.fits_i32() {
+            ray.gather2 = Some(ray.setup_gather2()?);
+        }
+        Ok(ray)
+    }
+
+    /// Sets every ray of a 2D parallel beam up once on the device (`joseph_setup2_f32`) for
+    /// the gather transpose.
+    fn setup_gather2(&self) -> Result<(CudaSlice<f32>, CudaSlice<f32>)> {
+        let rays = self.params.nviews as usize * self.params.nu as usize;
+        let mut table = self.ctx.alloc_raw::<f32>(4 * rays)?;
+        let mut info = self.ctx.alloc_raw::<f32>(4 * self.params.nviews as usize)?;
+        let name = "joseph_setup2_f32";
+        let f = self.ctx.function(&RAY, name)?;
+        let stream = self.ctx.stream();
+        let mut b = stream.launch_builder(&f);
+        b.arg(&self.views)
+            .arg(&self.params)
+            .arg(&mut table)
+            .arg(&mut info);
+        // SAFETY: the signature is (const double* views, RayParams, Ray2* rays, View2* info);
+        // `table` holds 4 words per ray and `info` 4 words per view (Ray2 and View2 are four
+        // 4-byte fields each).
+        unsafe { b.launch(self.ctx.launch_cfg(rays)) }.map_err(driver_err(name))?;
+        Ok((table, info))
     }
 
     /// The device ordinal.
@@ -324,9 +357,16 @@ impl CudaRay {
     }
 
     /// `vol = Aᵀ sino` on the device (unscaled transpose): the forward's taps scattered with
-    /// atomic adds into the zeroed volume.
+    /// atomic adds into the zeroed volume, or gathered per pixel.
     ///
     /// Kernels (`kernels/ray_joseph.cu`):
+    /// - 2D parallel beams, 32-bit indices: `joseph_backward2_gather_f32`, blocks of up to 16
+    ///   warps over 32 pixels (each warp a share of the views, the warps' sums added in order
+    ///   through shared memory) adding up the few rays whose
+    ///   taps include the pixel (their set-up tabled once at construction by
+    ///   `joseph_setup2_f32`), with the forward's taps and weights: no atomics, no zeroing. On
+    ///   an H200, parallel2d_512 took 1.17 ms with one thread per pixel and 1.35 ms with the
+    ///   rays staged in shared memory per 16 × 16 tile (1.69 ms for the scattering kernel).
     /// - 3D, 32-bit voxel indices: `joseph_backward3_profile_f32`, one thread per (segment of
     ///   [`SEGMENT_PLANES`] planes, ray), in the order of the forward's kernel (the writes of
     ///   the threads in flight land in a slab of one band of the volume, which L2 holds). A warp holds 32 rows of one detector column; where they share their
@@ -341,6 +381,31 @@ impl CudaRay {
         vol: &mut DeviceTensor<f32>,
     ) -> Result<()> {
         let (sino, vol) = (sino.slice(), vol.slice_mut());
+        if let Some((table, info)) = &self.gather2 {
+            let name = "joseph_backward2_gather_f32";
+            let f = self.ctx.function(&RAY, name)?;
+            let pixels = (self.params.shape[0] * self.params.shape[1]) as usize;
+            // Warps per block of 32 pixels (each a share of the views): enough threads for two
+            // full waves of the GPU (2048 per multiprocessor), at most 16.
+            let want = 2 * 2048 * self.ctx.sm_count() as u64;
+            let pixel_blocks = (pixels as u64).div_ceil(32).max(1);
+            let groups = (want.div_ceil(32 * pixel_blocks)).clamp(1, 16) as u32;
+            let cfg = LaunchConfig {
+                grid_dim: (pixel_blocks.min(i32::MAX as u64) as u32, 1, 1),
+                block_dim: (32 * groups, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            let stream = self.ctx.stream();
+            let mut b = stream.launch_builder(&f);
+            b.arg(sino).arg(vol).arg(table).arg(info).arg(&self.params);
+            // SAFETY: the signature is (const float* sino, float* vol, const Ray2*, const View2*,
+            // RayParams); the buffers hold this geometry's data and volume (checked by the
+            // caller) and the tables built for it by `setup_gather2`; 32-bit pixel indices
+            // (fits_i32); blocks of 32 × groups ≤ 512 threads (the kernel's shared memory holds
+            // 16 warps' sums), a grid-stride loop over blocks of 32 pixels.
+            unsafe { b.launch(cfg) }.map_err(driver_err(name))?;
+            return Ok(());
+        }
         self.ctx
             .stream()
             .memset_zeros(vol)

@@ -314,6 +314,14 @@ impl DeviceCtx {
         // All rodl work on the device goes to the context's default stream: one stream, so
         // operations are ordered without events.
         let stream = ctx.default_stream();
+        // cudarc's per-buffer event tracking orders buffers shared between streams; with one
+        // stream it only costs two events per buffer (created and destroyed with it, a few µs
+        // each: most of the host time of a small operator call). Work of other libraries'
+        // streams is ordered explicitly (`Runtime::ordered_with_stream`), and copies between
+        // devices synchronise their source first (`DeviceTensor::to_device`).
+        // SAFETY: no buffer of this context is used on a second stream without explicit
+        // ordering (see above), so no use can outlive a free or race a write.
+        unsafe { ctx.disable_event_tracking() };
         let pool = if pools > 0 {
             Self::configure_pool(&ctx)
         } else {

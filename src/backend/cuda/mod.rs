@@ -74,6 +74,37 @@ impl super::Runtime for Cuda {
         device_ctx(id)?.synchronize()
     }
 
+    unsafe fn ordered_with_stream(
+        id: usize,
+        stream: u64,
+        f: &mut dyn FnMut() -> crate::Result<()>,
+    ) -> crate::Result<()> {
+        let ctx = device_ctx(id)?;
+        ctx.bind()?;
+        // SAFETY: the caller guarantees a live stream of this device's primary context, which
+        // is the context rodl uses; the wrapper does not destroy it.
+        let foreign = unsafe {
+            ctx.context()
+                .wrap_borrowed_stream(stream as cudarc::driver::sys::CUstream)
+        };
+        let ready = foreign
+            .record_event(None)
+            .map_err(driver_err("recording an event on the caller's stream"))?;
+        ctx.stream()
+            .wait(&ready)
+            .map_err(driver_err("ordering rodl's stream after the caller's"))?;
+        let result = f();
+        // Whatever f did, the caller's stream waits for the work it queued.
+        let done = ctx
+            .stream()
+            .record_event(None)
+            .map_err(driver_err("recording an event on rodl's stream"))?;
+        foreign
+            .wait(&done)
+            .map_err(driver_err("ordering the caller's stream after rodl's"))?;
+        result
+    }
+
     fn time(id: usize, f: &mut dyn FnMut() -> crate::Result<()>) -> crate::Result<f64> {
         use cudarc::driver::sys::CUevent_flags;
         let ctx = device_ctx(id)?;

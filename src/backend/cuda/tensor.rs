@@ -91,6 +91,55 @@ impl<T: Scalar> DeviceTensor<T> {
         })
     }
 
+    /// Wraps memory that another library owns (at device address `ptr` on device `id`, at
+    /// least `shape`'s entries) without taking it over: rodl reads and writes it but never
+    /// frees it, provided the tensor ends in [`release_borrowed`](Self::release_borrowed)
+    /// instead of being dropped.
+    ///
+    /// # Safety
+    /// `ptr` must address a live allocation of device `id` holding `shape`'s entries of `T`,
+    /// and the tensor must end in [`release_borrowed`](Self::release_borrowed).
+    pub(crate) unsafe fn borrow_raw(id: usize, ptr: u64, shape: &[usize]) -> Result<Self> {
+        // Everything that can fail comes before the wrapper exists: dropping it would free
+        // memory rodl does not own.
+        let dtype = Dtype::of::<T>()?;
+        let len = numel(shape)?;
+        let ctx = device_ctx(id)?;
+        ctx.bind()?;
+        if ptr == 0 && len > 0 {
+            return Err(Error::invalid("a null device pointer cannot hold data"));
+        }
+        // SAFETY: the caller guarantees a live allocation of `len` values of `T` on this
+        // device; the slice is given back by `release_borrowed`, never freed.
+        let buf = unsafe { ctx.stream().upgrade_device_ptr::<T>(ptr, len) };
+        Ok(Self {
+            ctx,
+            buf,
+            shape: shape.to_vec(),
+            len,
+            dtype,
+        })
+    }
+
+    /// Gives a borrowed tensor back without freeing its memory; returns its device address.
+    pub(crate) fn release_borrowed(self) -> u64 {
+        let me = std::mem::ManuallyDrop::new(self);
+        let _ = me.ctx.context().bind_to_thread();
+        // SAFETY: each field is moved out exactly once and `me` is never used again (it is a
+        // ManuallyDrop, so its own Drop does not run); the buffer is leaked, not freed.
+        let (buf, ctx, shape) = unsafe {
+            (
+                std::ptr::read(&me.buf),
+                std::ptr::read(&me.ctx),
+                std::ptr::read(&me.shape),
+            )
+        };
+        drop(shape);
+        let ptr = buf.leak();
+        drop(ctx);
+        ptr
+    }
+
     /// Number of entries.
     pub(crate) fn len(&self) -> usize {
         self.len

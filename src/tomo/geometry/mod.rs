@@ -329,6 +329,40 @@ impl Geometry {
         Self::build(setup, angles, detector, None)
     }
 
+    /// A geometry given view by view on a given data partition (the angle axis, then the
+    /// detector axes): for scans whose views sit at known angles, so that the data space's
+    /// weighting `Δθ · Δu (· Δv)` is the scanner's (as for a geometry converted from ODL, whose
+    /// data space is the uniform discretisation of its angle and detector partition). The
+    /// partition's shape must be the views' data shape; its cells only set the data space's
+    /// weighting and FBP's angle range, the rays are the views'.
+    ///
+    /// ```
+    /// use rodl::tomo::{Beam, Geometry, VecGeometry, View};
+    /// use rodl::UniformPartition;
+    /// let view = View { src: [0.0, 1.0, 0.0], det_center: [0.0; 3], det_u: [0.1, 0.0, 0.0], det_v: [0.0; 3] };
+    /// let vec = VecGeometry::new(2, Beam::Parallel, &[16], vec![view; 4])?;
+    /// let part = UniformPartition::new(&[0.0, -0.8], &[3.14, 0.8], &[4, 16])?;
+    /// let g = Geometry::from_vec_on(vec.clone(), part)?;
+    /// assert_eq!(g.data_shape(), vec![4, 16]);
+    /// let wrong = UniformPartition::new(&[0.0, -0.8], &[3.14, 0.8], &[5, 16])?;
+    /// assert!(Geometry::from_vec_on(vec, wrong).is_err());
+    /// # Ok::<(), rodl::Error>(())
+    /// ```
+    pub fn from_vec_on(vec: VecGeometry, data_partition: UniformPartition) -> Result<Self> {
+        if data_partition.shape() != vec.data_shape().as_slice() {
+            return Err(Error::Geometry(format!(
+                "the data partition has the shape {:?}, the views need {:?}",
+                data_partition.shape(),
+                vec.data_shape()
+            )));
+        }
+        Ok(Self {
+            vec,
+            data_partition,
+            spec: None,
+        })
+    }
+
     /// A geometry given view by view. The data partition is `[0, views]` along the view axis
     /// (unit weight per view) times a detector of the first view's pixel sizes, centred at 0.
     pub fn from_vec(vec: VecGeometry) -> Result<Self> {

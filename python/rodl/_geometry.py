@@ -1,0 +1,152 @@
+"""Geometry constructors with keyword arguments, named as ODL names its geometry classes.
+
+Each builds a description in rodl's JSON geometry format and checks it in Rust; every kind
+of the format is here: parallel beam in 2D and 3D, fan beam, cone beam (circular or helical)
+and per-view vectors.
+"""
+
+import json
+from typing import NamedTuple, Sequence, Tuple, Union
+
+from ._rodl import Geometry
+
+
+class Partition(NamedTuple):
+    """A uniform partition of a box into ``shape`` cells, sampled at cell midpoints (ODL's
+    ``uniform_partition``)."""
+
+    min_pt: Tuple[float, ...]
+    max_pt: Tuple[float, ...]
+    shape: Tuple[int, ...]
+
+
+def _tuple(v, kind):
+    if isinstance(v, (int, float)):
+        return (kind(v),)
+    return tuple(kind(x) for x in v)
+
+
+def uniform_partition(min_pt, max_pt, shape) -> Partition:
+    """The partition of ``[min_pt, max_pt]`` into ``shape`` equal cells (numbers for 1D)."""
+    lo, hi, n = _tuple(min_pt, float), _tuple(max_pt, float), _tuple(shape, int)
+    if not (len(lo) == len(hi) == len(n)):
+        raise ValueError(
+            f"uniform_partition: min_pt, max_pt and shape have different lengths "
+            f"({len(lo)}, {len(hi)}, {len(n)})"
+        )
+    return Partition(lo, hi, n)
+
+
+PartitionLike = Union[Partition, Tuple[float, float, int]]
+
+
+def _angles(apart: PartitionLike) -> dict:
+    p = apart if isinstance(apart, Partition) else uniform_partition(*apart)
+    if len(p.shape) != 1:
+        raise ValueError(f"the angle partition must be 1D, got {len(p.shape)}D")
+    return {"min": p.min_pt[0], "max": p.max_pt[0], "count": p.shape[0]}
+
+
+def _detector(dpart, ndim: int) -> dict:
+    p = dpart if isinstance(dpart, Partition) else uniform_partition(*dpart)
+    if len(p.shape) != ndim - 1:
+        raise ValueError(
+            f"a {ndim}D geometry needs a {ndim - 1}D detector partition, got {len(p.shape)}D"
+        )
+    return {"min": list(p.min_pt), "max": list(p.max_pt), "shape": list(p.shape)}
+
+
+def _build(spec: dict) -> Geometry:
+    return Geometry.from_json(json.dumps(spec))
+
+
+def _offset(v, n: int):
+    t = _tuple(v, float)
+    if len(t) != n:
+        raise ValueError(f"det_offset must have {n} entries, got {len(t)}")
+    return list(t)
+
+
+def Parallel2dGeometry(apart: PartitionLike, dpart: PartitionLike, det_offset: float = 0.0) -> Geometry:
+    """2D parallel beam (ODL's ``Parallel2dGeometry`` with its default orientation): angles
+    ``apart`` (radians), detector ``dpart``, the detector shifted by ``det_offset`` along u."""
+    return _build(
+        {
+            "kind": "parallel2d",
+            "angles": _angles(apart),
+            "detector": _detector(dpart, 2),
+            "det_offset": _offset(det_offset, 1),
+        }
+    )
+
+
+def FanBeamGeometry(
+    apart: PartitionLike,
+    dpart: PartitionLike,
+    src_radius: float,
+    det_radius: float,
+    det_offset: float = 0.0,
+) -> Geometry:
+    """2D fan beam with a flat detector (ODL's ``FanBeamGeometry``): the source at
+    ``src_radius`` from the rotation centre, the detector at ``det_radius`` opposite."""
+    return _build(
+        {
+            "kind": "fanflat",
+            "angles": _angles(apart),
+            "detector": _detector(dpart, 2),
+            "src_radius": float(src_radius),
+            "det_radius": float(det_radius),
+            "det_offset": _offset(det_offset, 1),
+        }
+    )
+
+
+def Parallel3dAxisGeometry(
+    apart: PartitionLike,
+    dpart: PartitionLike,
+    axis: Sequence[float] = (0.0, 0.0, 1.0),
+    det_offset: Sequence[float] = (0.0, 0.0),
+) -> Geometry:
+    """3D parallel beam rotating about ``axis`` (ODL's ``Parallel3dAxisGeometry``)."""
+    return _build(
+        {
+            "kind": "parallel3d",
+            "angles": _angles(apart),
+            "detector": _detector(dpart, 3),
+            "axis": list(_tuple(axis, float)),
+            "det_offset": _offset(det_offset, 2),
+        }
+    )
+
+
+def ConeBeamGeometry(
+    apart: PartitionLike,
+    dpart: PartitionLike,
+    src_radius: float,
+    det_radius: float,
+    pitch: float = 0.0,
+    axis: Sequence[float] = (0.0, 0.0, 1.0),
+    det_offset: Sequence[float] = (0.0, 0.0),
+) -> Geometry:
+    """3D cone beam with a flat detector (ODL's ``ConeBeamGeometry``), circular or, with
+    ``pitch`` (shift along ``axis`` per full turn), helical."""
+    return _build(
+        {
+            "kind": "cone",
+            "angles": _angles(apart),
+            "detector": _detector(dpart, 3),
+            "src_radius": float(src_radius),
+            "det_radius": float(det_radius),
+            "pitch": float(pitch),
+            "axis": list(_tuple(axis, float)),
+            "det_offset": _offset(det_offset, 2),
+        }
+    )
+
+
+def VecGeometry(det_shape, vectors, beam: str = "point", partition=None) -> Geometry:
+    """A geometry given view by view (ASTRA's vector geometries): one row of ``vectors`` per
+    view, ``[src, det_center, det_u(, det_v)]`` (``src`` a position for ``beam="point"``, a ray
+    direction for ``beam="parallel"``; ``det_u``, ``det_v`` the pixel-spacing vectors). See
+    ``Geometry.from_vectors``."""
+    return Geometry.from_vectors(beam, list(_tuple(det_shape, int)), vectors, partition)

@@ -1,0 +1,236 @@
+"""rodl's linear operators inside PyTorch: autograd with the exact adjoint, on the tensor's own
+device and stream, built per device from a factory.
+
+    import rodl, rodl.torch
+    space = rodl.uniform_discr([-1, -1], [1, 1], [256, 256], dtype="float32")
+    factory = rodl.Factory.ray_transform(space, rodl.parallel_beam_geometry(space, 360))
+    layer = rodl.torch.OperatorModule.from_op_factory(factory)
+    sino = layer(images)          # images: (*batch, 256, 256) on the CPU or any GPU
+
+``torch.ops.rodl.apply`` is a registered custom operator (``torch.library.custom_op``) whose
+backward applies the operator's exact transpose for tensors — its adjoint in rodl's weighted
+spaces times ``w_domain / w_range``, as ODL's ``OperatorModule`` does — through the same custom
+operator, so double backward works and
+``torch.compile`` keeps it in the graph. On a GPU the tensors are used in place through DLPack
+(no host copy): the operator runs on the tensor's device, ordered after the caller's current
+CUDA stream with events, and that stream waits for the result; nothing synchronises the device
+or the host. On the CPU the tensors are shared with NumPy without a copy.
+
+This module imports ``torch``; ``import rodl`` alone does not.
+"""
+
+import threading
+import weakref
+from typing import Dict, Union
+
+import numpy as np
+import torch
+
+from ._rodl import Factory, Operator
+
+__all__ = ["OperatorModule", "apply", "operator_handle"]
+
+_lock = threading.Lock()
+_operators: Dict[int, Operator] = {}
+_adjoints: Dict[int, int] = {}
+_by_identity: Dict[int, int] = {}
+# Modules by key, for the constant-result lookup that torch.compile traces (weak: a module
+# that is gone needs no lookup).
+_modules = weakref.WeakValueDictionary()
+
+
+def operator_handle(op: Operator) -> int:
+    """The integer handle under which ``torch.ops.rodl.apply`` finds ``op`` (registered once;
+    the operator stays alive for the life of the process)."""
+    key = id(op)
+    with _lock:
+        h = _by_identity.get(key)
+        if h is not None and _operators[h] is op:
+            return h
+        h = len(_operators) + 1
+        _operators[h] = op
+        _by_identity[key] = h
+        return h
+
+
+def _transpose_handle(h: int) -> int:
+    """The handle of the operator's transpose in the Euclidean inner product of tensors, which
+    is what autograd needs: ``(w_domain / w_range) · op.adjoint`` for rodl's weighted spaces
+    (ODL's ``OperatorModule`` scales its adjoint the same way). The transpose of the transpose
+    is the operator itself."""
+    with _lock:
+        t = _adjoints.get(h)
+    if t is not None:
+        return t
+    op = _operators[h]
+    ratio = op.domain.weighting / op.range.weighting
+    adj = op.adjoint
+    t = operator_handle(adj if ratio == 1.0 else ratio * adj)
+    with _lock:
+        _adjoints[h] = t
+        _adjoints[t] = h
+    return t
+
+
+_DTYPES = {"float32": torch.float32, "float64": torch.float64}
+
+
+def _check(op: Operator, x: torch.Tensor) -> tuple:
+    want = _DTYPES[op.dtype.name]
+    if x.dtype != want:
+        raise TypeError(f"rodl operator computes in {want}, got a {x.dtype} tensor")
+    dshape = tuple(op.domain_shape)
+    d = len(dshape)
+    if x.dim() < d or tuple(x.shape[x.dim() - d:]) != dshape:
+        raise ValueError(
+            f"rodl operator takes tensors of shape (*batch, {', '.join(map(str, dshape))}), "
+            f"got {tuple(x.shape)}"
+        )
+    return tuple(x.shape[: x.dim() - d]) + tuple(op.range_shape)
+
+
+def _eager(op: Operator, x: torch.Tensor) -> torch.Tensor:
+    out_shape = _check(op, x)
+    if x.device.type == "cpu":
+        if op.device != "cpu":
+            raise ValueError(f"a CPU tensor for an operator built for {op.device}")
+        xn = x.detach().contiguous().numpy()
+        if op.domain.is_product or op.range.is_product:
+            # rodl batches tensor spaces itself; product-space elements go one by one
+            d = len(op.domain_shape)
+            flat = xn.reshape((-1,) + xn.shape[xn.ndim - d:])
+            y = np.stack([op(v) for v in flat]) if len(flat) else np.empty((0,) + tuple(op.range_shape), xn.dtype)
+        else:
+            y = op(xn)
+        return torch.from_numpy(y).reshape(out_shape)
+    if x.device.type != "cuda":
+        raise ValueError(f"rodl runs on CPU and CUDA tensors, got a tensor on {x.device}")
+    dev = f"cuda:{x.device.index}"
+    if op.device != dev:
+        raise ValueError(f"a tensor on {dev} for an operator built for {op.device}")
+    xc = x.detach().contiguous()
+    out = torch.empty(out_shape, dtype=x.dtype, device=x.device)
+    stream = torch.cuda.current_stream(x.device).cuda_stream
+    # DLPack's stream argument: 1 names the legacy default stream (0 is not allowed there).
+    dl = stream if stream != 0 else 1
+    op._apply_dlpack(xc.__dlpack__(stream=dl), out.__dlpack__(stream=dl), stream)
+    return out
+
+
+@torch.library.custom_op("rodl::apply", mutates_args=())
+def _apply(x: torch.Tensor, handle: int) -> torch.Tensor:
+    return _eager(_operators[handle], x)
+
+
+@_apply.register_fake
+def _apply_fake(x: torch.Tensor, handle: int) -> torch.Tensor:
+    return x.new_empty(_check(_operators[handle], x))
+
+
+def _setup_context(ctx, inputs, output):
+    ctx.handle = inputs[1]
+
+
+def _backward(ctx, grad):
+    return torch.ops.rodl.apply(grad.contiguous(), _transpose_handle(ctx.handle)), None
+
+
+_apply.register_autograd(_backward, setup_context=_setup_context)
+
+
+def apply(op: Operator, x: torch.Tensor) -> torch.Tensor:
+    """``op(x)`` on a tensor of shape ``(*batch, *op.domain_shape)``, differentiable (the
+    gradient is the operator's exact transpose)."""
+    return torch.ops.rodl.apply(x, operator_handle(op))
+
+
+class _Cache:
+    """One built operator per device, shared by a module's replicas (``nn.DataParallel`` copies
+    the module, not this)."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.handles: Dict[str, int] = {}
+        self.builds: Dict[str, int] = {}
+
+
+class OperatorModule(torch.nn.Module):
+    """A rodl linear operator as a PyTorch module (ODL's ``OperatorModule``).
+
+    Built from a factory (``OperatorModule.from_op_factory(rodl.Factory.ray_transform(...))``),
+    it builds the operator for each device on first use there and keeps it, so one module works
+    on the CPU, on any GPU, under ``nn.DataParallel`` (replicas share the cache), under
+    DistributedDataParallel (one process per GPU) and after ``model.to('cuda:1')``. Built from one
+    operator, it runs on that operator's device only. Inputs are ``(*batch, *domain_shape)``
+    tensors of the operator's dtype (float32; float64 on the CPU); non-contiguous inputs are
+    made contiguous.
+    """
+
+    def __init__(self, operator: Union[Factory, Operator]):
+        super().__init__()
+        if isinstance(operator, Factory):
+            self.factory = operator
+            self.fixed = None
+        elif isinstance(operator, Operator):
+            self.factory = None
+            self.fixed = operator
+        else:
+            raise TypeError(
+                f"OperatorModule needs a rodl.Factory or rodl.Operator, got {type(operator).__name__}"
+            )
+        self._cache = _Cache()
+        with _lock:
+            self._key = len(_modules) + 1
+            _modules[self._key] = self
+
+    @classmethod
+    def from_op_factory(cls, factory: Factory) -> "OperatorModule":
+        """The module that builds ``factory``'s operator on each device it meets."""
+        return cls(factory)
+
+    def operator_for(self, device: Union[str, torch.device]) -> Operator:
+        """The operator for ``device`` (built on first use when the module has a factory)."""
+        return _operators[self._handle(torch.device(device))]
+
+    def build_counts(self) -> Dict[str, int]:
+        """How often each device's operator was built (1 per device once used)."""
+        return dict(self._cache.builds)
+
+    def _handle(self, device: torch.device) -> int:
+        if device.type == "cuda" and device.index is None:
+            device = torch.device("cuda", torch.cuda.current_device())
+        key = str(device)
+        h = self._cache.handles.get(key)
+        if h is not None:
+            return h
+        with self._cache.lock:
+            h = self._cache.handles.get(key)
+            if h is None:
+                if self.fixed is not None:
+                    if self.fixed.device != key:
+                        raise ValueError(
+                            f"this OperatorModule holds an operator built for {self.fixed.device}, "
+                            f"not {key}: build the module from a factory to run on any device"
+                        )
+                    op = self.fixed
+                else:
+                    op = self.factory.build(key)
+                    self._cache.builds[key] = self._cache.builds.get(key, 0) + 1
+                h = operator_handle(op)
+                self._cache.handles[key] = h
+        return h
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.ops.rodl.apply(x, _module_handle(self._key, x.device.type, x.device.index))
+
+    def extra_repr(self) -> str:
+        src = self.factory if self.factory is not None else self.fixed
+        return repr(src)
+
+
+@torch._dynamo.assume_constant_result
+def _module_handle(key: int, device_type: str, device_index) -> int:
+    # Under torch.compile the handle is found (and the operator built) while tracing and is a
+    # constant of the graph; the tensor's device is part of the graph's guards.
+    device = torch.device(device_type) if device_index is None else torch.device(device_type, device_index)
+    return _modules[key]._handle(device)

@@ -1,0 +1,235 @@
+//! The ray transform (CPU or CUDA backend, chosen at construction) and FBP/FDK.
+
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+
+use crate::errors::{value_error, IntoPyResult};
+use crate::geometry::PyGeometry;
+use crate::operator::PyOperator;
+use crate::scalar::{each, Any};
+use crate::space::PySpace;
+use rodl::tomo::{fbp_op_with, Backend, CpuOptions, FbpOptions, FilterType, RayTransform};
+use rodl::LinOp;
+
+/// The backend named by `backend` (`"cpu"`, `"cuda"`, `"cuda:N"`) with its options.
+fn parse_backend(
+    backend: &str,
+    threads: Option<usize>,
+    device: Option<usize>,
+) -> PyResult<Backend> {
+    let b = backend.trim().to_lowercase();
+    if b == "cpu" {
+        if device.is_some() {
+            return Err(value_error(
+                "device= is an option of the CUDA backend, not of 'cpu'",
+            ));
+        }
+        if threads == Some(0) {
+            return Err(value_error("threads must be at least 1"));
+        }
+        return Ok(Backend::Cpu(CpuOptions { threads }));
+    }
+    let id = if b == "cuda" {
+        device.unwrap_or(0)
+    } else if let Some(n) = b.strip_prefix("cuda:") {
+        let id: usize = n.parse().map_err(|_| {
+            value_error(format!(
+                "backend {backend:?}: expected 'cuda:N' with a GPU number N"
+            ))
+        })?;
+        if device.is_some_and(|d| d != id) {
+            return Err(value_error(format!(
+                "backend {backend:?} and device={} disagree",
+                device.unwrap_or_default()
+            )));
+        }
+        id
+    } else {
+        return Err(value_error(format!(
+            "unknown backend {backend:?}: use 'cpu', 'cuda' or 'cuda:N'"
+        )));
+    };
+    if threads.is_some() {
+        return Err(value_error(
+            "threads= is an option of the CPU backend, not of CUDA",
+        ));
+    }
+    Ok(Backend::cuda(id))
+}
+
+/// The ray transform (ODL's `RayTransform`) from a volume space to the geometry's data space,
+/// computed on the backend chosen here: `backend="cpu"` (rayon, `threads` worker threads, one
+/// per core by default) or `"cuda"` / `"cuda:N"` (GPU `device`; the arrays stay NumPy arrays in
+/// host memory and travel to the GPU and back). Joseph's model; the adjoint is its exact
+/// transpose in the weighted inner products. Asking for a GPU where none can be used raises
+/// `CudaUnavailableError`.
+#[pyclass(name = "RayTransform", module = "rodl", extends = PyOperator, frozen)]
+pub struct PyRayTransform {
+    geometry: PyGeometry,
+    /// The transform itself (the operator of the base class is the same, shared).
+    pub ray: Any<Arc<RayTransform<f32>>, Arc<RayTransform<f64>>>,
+    /// The backend it was built with (for transforms derived from it, such as OSEM's subsets).
+    pub backend: Backend,
+}
+
+#[pymethods]
+impl PyRayTransform {
+    #[new]
+    #[pyo3(signature = (space, geometry, backend="cpu", threads=None, device=None))]
+    fn new(
+        py: Python<'_>,
+        space: &PySpace,
+        geometry: &PyGeometry,
+        backend: &str,
+        threads: Option<usize>,
+        device: Option<usize>,
+    ) -> PyResult<PyClassInitializer<Self>> {
+        let be = parse_backend(backend, threads, device)?;
+        let g = geometry.inner.clone();
+        let (inner, ray) = match &space.inner {
+            Any::F32(s) => {
+                let s = s.clone();
+                let ray = Arc::new(py.detach(|| RayTransform::new(s, g, be.clone())).py()?);
+                let op: LinOp<f32> = ray.clone();
+                (Any::F32(op), Any::F32(ray))
+            }
+            Any::F64(s) => {
+                let s = s.clone();
+                let ray = Arc::new(py.detach(|| RayTransform::new(s, g, be.clone())).py()?);
+                let op: LinOp<f64> = ray.clone();
+                (Any::F64(op), Any::F64(ray))
+            }
+        };
+        Ok(
+            PyClassInitializer::from(PyOperator { inner }).add_subclass(Self {
+                geometry: geometry.clone(),
+                ray,
+                backend: be,
+            }),
+        )
+    }
+
+    /// The geometry.
+    #[getter]
+    fn geometry(&self) -> PyGeometry {
+        self.geometry.clone()
+    }
+
+    /// The backend: `'cpu'` or `'cuda:N'`.
+    #[getter]
+    fn backend(&self) -> String {
+        match &self.backend {
+            Backend::Cpu(_) => "cpu".to_string(),
+            Backend::Cuda(o) => format!("cuda:{}", o.device),
+        }
+    }
+}
+
+fn parse_filter(name: &str) -> PyResult<FilterType> {
+    let key = |s: &str| s.to_lowercase().replace(['-', '_', ' '], "");
+    FilterType::ALL
+        .into_iter()
+        .find(|f| key(f.name()) == key(name))
+        .ok_or_else(|| {
+            value_error(format!(
+                "unknown filter {name:?}: use one of {}",
+                FilterType::ALL
+                    .map(|f| format!("'{}'", f.name()))
+                    .join(", ")
+            ))
+        })
+}
+
+pub(crate) fn options(
+    filter_type: &str,
+    frequency_scaling: f64,
+    padding: bool,
+    parker: Option<f64>,
+) -> PyResult<FbpOptions> {
+    Ok(FbpOptions::new(parse_filter(filter_type)?)
+        .with_frequency_scaling(frequency_scaling)
+        .with_padding(padding)
+        .with_parker(parker))
+}
+
+fn ray_parts<'a>(
+    ray_trafo: &'a Bound<'_, PyAny>,
+) -> PyResult<(PyRef<'a, PyRayTransform>, PyOperator)> {
+    let rt = ray_trafo
+        .extract::<PyRef<'_, PyRayTransform>>()
+        .map_err(|_| value_error("expected a rodl.RayTransform"))?;
+    let op: PyOperator = (**rt.as_super()).clone();
+    Ok((rt, op))
+}
+
+/// Filtered back-projection for `ray_trafo` (ODL's `fbp_op`; FDK for circular cone beams): the
+/// adjoint of the ray transform after the filter `filter_type` (`'Ram-Lak'`, `'Shepp-Logan'`,
+/// `'Cosine'`, `'Hamming'`, `'Hann'`), cut off at `frequency_scaling` × Nyquist, rows
+/// zero-padded unless `padding=False`, with Parker's redundancy weights of parameter `parker`
+/// for short scans (`None`: no weights, every scan scaled as ODL's `fbp_op` does).
+#[pyfunction]
+#[pyo3(signature = (ray_trafo, filter_type="Ram-Lak", frequency_scaling=1.0, padding=true, parker=Some(1.0)))]
+fn fbp_op(
+    py: Python<'_>,
+    ray_trafo: &Bound<'_, PyAny>,
+    filter_type: &str,
+    frequency_scaling: f64,
+    padding: bool,
+    parker: Option<f64>,
+) -> PyResult<PyOperator> {
+    let opts = options(filter_type, frequency_scaling, padding, parker)?;
+    let (rt, op) = ray_parts(ray_trafo)?;
+    let g = rt.geometry.inner.clone();
+    let inner =
+        each!(&op.inner, a => py.detach(|| fbp_op_with(a.as_ref(), &g, &opts)).py()?.into());
+    Ok(PyOperator { inner })
+}
+
+/// The FBP filter alone, on the ray transform's data space (ODL's `fbp_filter_op`): linear,
+/// with its exact adjoint. `fbp_op(ray)` is `ray.adjoint * fbp_filter_op(ray)`.
+#[pyfunction]
+#[pyo3(signature = (ray_trafo, filter_type="Ram-Lak", frequency_scaling=1.0, padding=true, parker=Some(1.0)))]
+fn fbp_filter(
+    py: Python<'_>,
+    ray_trafo: &Bound<'_, PyAny>,
+    filter_type: &str,
+    frequency_scaling: f64,
+    padding: bool,
+    parker: Option<f64>,
+) -> PyResult<PyOperator> {
+    let opts = options(filter_type, frequency_scaling, padding, parker)?;
+    let (rt, op) = ray_parts(ray_trafo)?;
+    let g = rt.geometry.inner.clone();
+    let inner = match &op.inner {
+        Any::F32(a) => Any::F32(
+            py.detach(|| -> rodl::Result<LinOp<f32>> {
+                Ok(Arc::new(rodl::tomo::FbpFilter::new(
+                    a.range().clone(),
+                    &g,
+                    &opts,
+                )?))
+            })
+            .py()?,
+        ),
+        Any::F64(a) => Any::F64(
+            py.detach(|| -> rodl::Result<LinOp<f64>> {
+                Ok(Arc::new(rodl::tomo::FbpFilter::new(
+                    a.range().clone(),
+                    &g,
+                    &opts,
+                )?))
+            })
+            .py()?,
+        ),
+    };
+    Ok(PyOperator { inner })
+}
+
+/// Registers the ray transform and FBP.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyRayTransform>()?;
+    m.add_function(wrap_pyfunction!(fbp_op, m)?)?;
+    m.add_function(wrap_pyfunction!(fbp_filter, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,130 @@
+"""rodl.torch on the CPU: gradcheck in float64, shapes and batching, the module's per-device
+cache under DataParallel-shaped code, torch.compile, and the error cases."""
+
+import numpy as np
+import pytest
+
+import rodl
+
+torch = pytest.importorskip("torch")
+rt = pytest.importorskip("rodl.torch")
+
+
+def space(dtype="float64", n=12):
+    return rodl.uniform_discr([-1, -1], [1, 1], [n, n], dtype=dtype)
+
+
+def ops(s):
+    g = rodl.parallel_beam_geometry(s, 8)
+    ray = rodl.Factory.ray_transform(s, g)
+    return {
+        "ray": ray,
+        "fbp": rodl.Factory.fbp(s, g, filter_type="Hann"),
+        "gradient": rodl.Factory.gradient(s),
+        "composition": 2.0 * (rodl.Factory.gradient(s) @ ray.adjoint @ ray) * 0.5,
+        "laplacian+id": rodl.Factory.laplacian(s) + rodl.Factory.identity(s),
+    }
+
+
+@pytest.mark.parametrize("name", ["ray", "fbp", "gradient", "composition", "laplacian+id"])
+def test_gradcheck_and_double_backward(name):
+    f = ops(space())[name]
+    m = rt.OperatorModule.from_op_factory(f)
+    shape = tuple(m.operator_for("cpu").domain_shape)
+    x = torch.randn((2,) + shape, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(m, (x,))
+    assert torch.autograd.gradgradcheck(m, (x,))
+
+
+def test_backward_is_the_euclidean_transpose():
+    s = space()
+    op = rodl.RayTransform(s, rodl.parallel_beam_geometry(s, 8))
+    x = torch.randn(12, 12, dtype=torch.float64, requires_grad=True)
+    y = torch.randn(tuple(op.range_shape), dtype=torch.float64)
+    (rt.apply(op, x) * y).sum().backward()
+    ratio = s.weighting / op.range.weighting
+    np.testing.assert_allclose(x.grad.numpy(), ratio * op.adjoint(y.numpy()), rtol=1e-12, atol=1e-12)
+    # ⟨A x, y⟩ = ⟨x, Aᵀ y⟩ in plain sums
+    lhs = float((rt.apply(op, x.detach()) * y).sum())
+    rhs = float((x.detach() * x.grad).sum())
+    assert lhs == pytest.approx(rhs, rel=1e-12)
+
+
+def test_any_leading_axes_and_non_contiguous_input():
+    s = space("float32", 16)
+    m = rt.OperatorModule.from_op_factory(rodl.Factory.ray_transform(s, rodl.parallel_beam_geometry(s, 10)))
+    op = m.operator_for("cpu")
+    x = torch.randn(3, 2, 16, 16)
+    y = m(x)
+    assert y.shape == (3, 2) + tuple(op.range_shape) and y.dtype == torch.float32
+    np.testing.assert_array_equal(y[2, 1].numpy(), op(x[2, 1].numpy()))
+    xt = torch.randn(16, 16).t()  # non-contiguous
+    assert not xt.is_contiguous()
+    np.testing.assert_array_equal(m(xt).numpy(), op(xt.contiguous().numpy()))
+    assert m(torch.randn(0, 16, 16)).shape == (0,) + tuple(op.range_shape)
+
+
+def test_one_build_per_device_shared_by_replicas():
+    s = space("float32")
+    m = rt.OperatorModule.from_op_factory(rodl.Factory.ray_transform(s, rodl.parallel_beam_geometry(s, 6)))
+    net = torch.nn.Sequential(torch.nn.Identity(), m)
+    dp = torch.nn.DataParallel(net)  # without GPUs: the module itself
+    for _ in range(3):
+        dp(torch.randn(4, 12, 12))
+    assert m.build_counts() == {"cpu": 1}
+    import copy
+
+    twin = copy.copy(m)  # how DataParallel replicates: the cache is shared
+    twin(torch.randn(12, 12))
+    assert m.build_counts() == {"cpu": 1}
+    assert net.to("cpu")[1] is m
+
+
+def test_training_step_reduces_the_loss():
+    s = space("float32", 16)
+    g = rodl.parallel_beam_geometry(s, 12)
+    ray = rt.OperatorModule.from_op_factory(rodl.Factory.ray_transform(s, g))
+    truth = torch.from_numpy(rodl.shepp_logan(s))
+    data = ray(truth)
+    x = torch.zeros(16, 16, requires_grad=True)
+    opt = torch.optim.Adam([x], lr=0.05)
+    losses = []
+    for _ in range(30):
+        opt.zero_grad()
+        loss = ((ray(x) - data) ** 2).mean()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    assert losses[-1] < 0.1 * losses[0]
+
+
+def test_torch_compile_keeps_the_op_in_one_graph():
+    s = space("float32")
+    m = rt.OperatorModule.from_op_factory(rodl.Factory.ray_transform(s, rodl.parallel_beam_geometry(s, 6)))
+    x = torch.randn(2, 12, 12, requires_grad=True)
+    compiled = torch.compile(m, fullgraph=True, backend="aot_eager")
+    y = compiled(x)
+    torch.testing.assert_close(y, m(x))
+    y.sum().backward()
+    assert x.grad is not None and x.grad.shape == x.shape
+
+
+def test_errors():
+    s = space("float32")
+    m = rt.OperatorModule.from_op_factory(rodl.Factory.ray_transform(s, rodl.parallel_beam_geometry(s, 6)))
+    with pytest.raises(TypeError, match="float32"):
+        m(torch.randn(12, 12, dtype=torch.float64))
+    with pytest.raises(ValueError, match="shape"):
+        m(torch.randn(3, 5))
+    with pytest.raises(TypeError):
+        rt.OperatorModule("not an operator")
+    fixed = rt.OperatorModule(rodl.Gradient(s))
+    assert fixed(torch.randn(12, 12)).shape == (2, 12, 12)
+    with pytest.raises(ValueError, match="factory"):
+        fixed.operator_for("cuda:0")
+    with pytest.raises((ValueError, RuntimeError)):
+        m.operator_for("tpu")
+    try:
+        m.operator_for("cuda:0")
+    except rodl.CudaUnavailableError as e:  # no GPU here (CI)
+        assert "CUDA" in str(e)

