@@ -18,7 +18,7 @@ struct Borrowed<T: Scalar>(Option<Element<T>>);
 
 impl<T: Scalar> Borrowed<T> {
     /// # Safety
-    /// As [`DeviceBackend::borrow_raw`](crate::backend::DeviceBackend::borrow_raw).
+    /// As [`DeviceTensor::borrow_raw`](crate::backend::cuda::DeviceTensor::borrow_raw).
     unsafe fn new(id: usize, ptr: u64, space: &Space<T>) -> Result<Self> {
         let shape = space.shape()?;
         // SAFETY: forwarded to the caller.

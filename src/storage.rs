@@ -147,11 +147,11 @@ impl<T: Scalar> Storage<T> {
         self.host_mut().map(|h| h.view_mut())
     }
 
-    /// Memory of another library on CUDA device `id` (see [`DeviceBackend::borrow_raw`]); give
+    /// Memory of another library on CUDA device `id` (see [`DeviceTensor::borrow_raw`]); give
     /// it back with [`Storage::release_borrowed`].
     ///
     /// # Safety
-    /// As [`DeviceBackend::borrow_raw`].
+    /// As [`DeviceTensor::borrow_raw`].
     pub(crate) unsafe fn borrow_cuda(id: usize, ptr: u64, shape: &[usize]) -> Result<Self> {
         // SAFETY: forwarded to the caller.
         Ok(Storage::Cuda(unsafe {
