@@ -992,8 +992,8 @@ joseph_backward3_profile_count_f32(const float* __restrict__ sino, float* __rest
 // (w*y)*weight as the scattering transpose, summed per pixel.
 
 struct Ray2 {
-    float fb0, w;
-    int m0, m1;
+    float fb0;
+    int planes;  // m0 | m1 << 16 (planes below 32768)
 };
 
 struct View2 {
@@ -1002,7 +1002,7 @@ struct View2 {
 };
 
 extern "C" __global__ void joseph_setup2_f32(const double* __restrict__ views, RayParams p, Ray2* __restrict__ rays,
-                                             View2* __restrict__ info) {
+                                             float* __restrict__ weights, View2* __restrict__ info) {
     const u64 total = (u64)p.nviews * (u64)p.nu;
     for (u64 g = blockIdx.x * (u64)blockDim.x + threadIdx.x; g < total; g += (u64)gridDim.x * blockDim.x) {
         const int view = (int)(g / (u64)p.nu);
@@ -1011,10 +1011,9 @@ extern "C" __global__ void joseph_setup2_f32(const double* __restrict__ views, R
         const bool hit = setup_ray(p, views, view, iu, 0, r);
         Ray2 e;
         e.fb0 = r.fb0;
-        e.w = r.w;
-        e.m0 = (hit && r.a >= 0) ? r.m0 : 0;
-        e.m1 = (hit && r.a >= 0) ? r.m1 : 0;
+        e.planes = (hit && r.a >= 0) ? (r.m0 | (r.m1 << 16)) : 0;
         rays[g] = e;
+        weights[g] = r.w;
         if (iu == 0) {
             View2 v;
             v.a = r.a;
@@ -1032,13 +1031,20 @@ extern "C" __global__ void joseph_setup2_f32(const double* __restrict__ views, R
     }
 }
 
+// c = w * y per ray: the product the scattering transpose forms once per ray.
+extern "C" __global__ void joseph_weigh2_f32(const float* __restrict__ sino, const float* __restrict__ weights,
+                                             float* __restrict__ c, unsigned n) {
+    for (unsigned g = blockIdx.x * blockDim.x + threadIdx.x; g < n; g += gridDim.x * blockDim.x)
+        c[g] = __fmul_rn(weights[g], sino[g]);
+}
+
 // vol[i0, i1] = sum over views and rays of w * sino * weight (every pixel written once: no
 // zeroing needed). 32-bit pixel indices. A block is `groups` warps (blockDim.x = 32 * groups,
 // groups <= 16) over 32 consecutive pixels: warp k sums views k, k + groups, … of all 32 pixels
 // (the lanes of a warp read neighbouring rays of one view), and the warps' sums are added in
 // warp order through shared memory, so small images still fill the GPU and the result does not
 // depend on scheduling.
-extern "C" __global__ void joseph_backward2_gather_f32(const float* __restrict__ sino, float* __restrict__ vol,
+extern "C" __global__ void joseph_backward2_gather_f32(const float* __restrict__ cw, float* __restrict__ vol,
                                                        const Ray2* __restrict__ rays, const View2* __restrict__ info,
                                                        RayParams p) {
     __shared__ float part[16][32];
@@ -1075,10 +1081,10 @@ extern "C" __global__ void joseph_backward2_gather_f32(const float* __restrict__
                 u1 = min(nu - 1, (int)floorf(hi));
             }
             const Ray2* row = rays + (u64)view * (u64)nu;
-            const float* srow = sino + (u64)view * (u64)nu;
+            const float* crow = cw + (u64)view * (u64)nu;
             for (int u = u0; u <= u1; ++u) {
                 const Ray2 e = row[u];
-                if (m < e.m0 || m >= e.m1) continue;
+                if (m < (e.planes & 0xffff) || m >= (e.planes >> 16)) continue;
                 const float f = __fadd_rn(e.fb0, __fmul_rn(mf, v.sb));
                 const int ib = __float2int_rz(__fadd_rn(f, 4.0f)) - 4;
                 const float tb = __fsub_rn(f, (float)ib);
@@ -1086,8 +1092,7 @@ extern "C" __global__ void joseph_backward2_gather_f32(const float* __restrict__
                 if (ib == j) wt = __fsub_rn(1.0f, tb);
                 else if (ib + 1 == j) wt = tb;
                 else continue;
-                const float c = __fmul_rn(e.w, __ldg(srow + u));
-                acc = __fadd_rn(acc, __fmul_rn(c, wt));
+                acc = __fadd_rn(acc, __fmul_rn(__ldg(crow + u), wt));
             }
         }
         part[grp][lane] = acc;

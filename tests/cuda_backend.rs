@@ -294,7 +294,21 @@ fn out_of_memory_is_an_error_not_a_panic() {
     // 2^40 f32 = 4 TiB, far beyond any GPU.
     let s = on_gpu(&rn::<f32>(&[1 << 40]).unwrap());
     match s.zero() {
-        Err(Error::Cuda(msg)) => assert!(msg.contains("OUT_OF_MEMORY"), "{msg}"),
+        Err(e @ Error::OutOfMemory { .. }) => {
+            let Error::OutOfMemory {
+                bytes,
+                limit,
+                device,
+                ..
+            } = &e
+            else {
+                unreachable!()
+            };
+            assert_eq!(*bytes, 4u128 << 40);
+            assert!(*limit > 0 && (*limit as u128) < *bytes, "{e}");
+            assert_eq!(*device, rodl::Device::Cuda(0));
+            assert!(e.to_string().contains("cuda:0"), "{e}");
+        }
         other => panic!("expected an out-of-memory error, got {other:?}"),
     }
     // The device stays usable.

@@ -67,14 +67,21 @@ struct RayParams {
 // SAFETY: plain-old-data with the C layout the kernels expect.
 unsafe impl DeviceRepr for RayParams {}
 
+/// The rays of a 2D parallel beam set up once (`joseph_setup2_f32`): `Ray2` (two words: `fb0`
+/// and the plane range) and the weight `w` per ray, `View2` (four words) per view.
+struct Gather2 {
+    rays: CudaSlice<f32>,
+    weights: CudaSlice<f32>,
+    info: CudaSlice<f32>,
+}
+
 /// Device-resident geometry of one ray transform on one GPU.
 pub(crate) struct CudaRay {
     ctx: Arc<DeviceCtx>,
     views: CudaSlice<f64>,
     params: RayParams,
-    /// The per-ray and per-view tables of the 2D parallel-beam gather transpose
-    /// (`joseph_backward2_gather_f32`): `Ray2` (4 words) per ray, `View2` (4 words) per view.
-    gather2: Option<(CudaSlice<f32>, CudaSlice<f32>)>,
+    /// The tables of the 2D parallel-beam gather transpose (`joseph_backward2_gather_f32`).
+    gather2: Option<Gather2>,
 }
 
 impl Drop for CudaRay {
@@ -127,7 +134,13 @@ impl CudaRay {
             params,
             gather2: None,
         };
-        if ray.params.ndim == 2 && ray.params.parallel == 1 && ray.fits_i32() {
+        let short = |n: i64| n < 32768; // plane indices packed in 16 bits
+        if ray.params.ndim == 2
+            && ray.params.parallel == 1
+            && ray.fits_i32()
+            && short(ray.params.shape[0])
+            && short(ray.params.shape[1])
+        {
             ray.gather2 = Some(ray.setup_gather2()?);
         }
         Ok(ray)
@@ -135,9 +148,10 @@ impl CudaRay {
 
     /// Sets every ray of a 2D parallel beam up once on the device (`joseph_setup2_f32`) for
     /// the gather transpose.
-    fn setup_gather2(&self) -> Result<(CudaSlice<f32>, CudaSlice<f32>)> {
+    fn setup_gather2(&self) -> Result<Gather2> {
         let rays = self.params.nviews as usize * self.params.nu as usize;
-        let mut table = self.ctx.alloc_raw::<f32>(4 * rays)?;
+        let mut table = self.ctx.alloc_raw::<f32>(2 * rays)?;
+        let mut weights = self.ctx.alloc_raw::<f32>(rays)?;
         let mut info = self.ctx.alloc_raw::<f32>(4 * self.params.nviews as usize)?;
         let name = "joseph_setup2_f32";
         let f = self.ctx.function(&RAY, name)?;
@@ -146,12 +160,17 @@ impl CudaRay {
         b.arg(&self.views)
             .arg(&self.params)
             .arg(&mut table)
+            .arg(&mut weights)
             .arg(&mut info);
-        // SAFETY: the signature is (const double* views, RayParams, Ray2* rays, View2* info);
-        // `table` holds 4 words per ray and `info` 4 words per view (Ray2 and View2 are four
-        // 4-byte fields each).
+        // SAFETY: the signature is (const double* views, RayParams, Ray2* rays, float* weights,
+        // View2* info); `table` holds 2 words per ray, `weights` one and `info` 4 words per view
+        // (Ray2 is two and View2 four 4-byte fields).
         unsafe { b.launch(self.ctx.launch_cfg(rays)) }.map_err(driver_err(name))?;
-        Ok((table, info))
+        Ok(Gather2 {
+            rays: table,
+            weights,
+            info,
+        })
     }
 
     /// The device ordinal.
@@ -381,7 +400,22 @@ impl CudaRay {
         vol: &mut DeviceTensor<f32>,
     ) -> Result<()> {
         let (sino, vol) = (sino.slice(), vol.slice_mut());
-        if let Some((table, info)) = &self.gather2 {
+        if let Some(g) = &self.gather2 {
+            // c = w * y per ray first (the scattering transpose's product), then the gather.
+            let rays = self.params.nviews as usize * self.params.nu as usize;
+            let mut cw = self.ctx.alloc_raw::<f32>(rays)?;
+            let weigh = "joseph_weigh2_f32";
+            let fw = self.ctx.function(&RAY, weigh)?;
+            let n = rays as u32;
+            {
+                let stream = self.ctx.stream();
+                let mut b = stream.launch_builder(&fw);
+                b.arg(sino).arg(&g.weights).arg(&mut cw).arg(&n);
+                // SAFETY: the signature is (const float* sino, const float* weights, float* c,
+                // unsigned n); the three buffers hold one value per ray (n rays < 2³¹:
+                // fits_i32).
+                unsafe { b.launch(self.ctx.launch_cfg(rays)) }.map_err(driver_err(weigh))?;
+            }
             let name = "joseph_backward2_gather_f32";
             let f = self.ctx.function(&RAY, name)?;
             let pixels = (self.params.shape[0] * self.params.shape[1]) as usize;
@@ -397,12 +431,16 @@ impl CudaRay {
             };
             let stream = self.ctx.stream();
             let mut b = stream.launch_builder(&f);
-            b.arg(sino).arg(vol).arg(table).arg(info).arg(&self.params);
-            // SAFETY: the signature is (const float* sino, float* vol, const Ray2*, const View2*,
-            // RayParams); the buffers hold this geometry's data and volume (checked by the
-            // caller) and the tables built for it by `setup_gather2`; 32-bit pixel indices
-            // (fits_i32); blocks of 32 × groups ≤ 512 threads (the kernel's shared memory holds
-            // 16 warps' sums), a grid-stride loop over blocks of 32 pixels.
+            b.arg(&cw)
+                .arg(vol)
+                .arg(&g.rays)
+                .arg(&g.info)
+                .arg(&self.params);
+            // SAFETY: the signature is (const float* cw, float* vol, const Ray2*, const View2*,
+            // RayParams); `cw` holds one value per ray of this geometry, `vol` its volume
+            // (checked by the caller), the tables were built for it by `setup_gather2`; 32-bit
+            // pixel indices (fits_i32); blocks of 32 × groups ≤ 512 threads (the kernel's
+            // shared memory holds 16 warps' sums), a grid-stride loop over blocks of 32 pixels.
             unsafe { b.launch(cfg) }.map_err(driver_err(name))?;
             return Ok(());
         }
