@@ -2,6 +2,8 @@
 //! NVRTC-compiled kernel modules, the memory pool and a pinned staging area for large transfers.
 //!
 //! Everything here is created once per device and process ([`device_ctx`]) and then shared.
+//! Compiled kernels are also kept on disk between processes ([`crate::backend::kernel_cache`]:
+//! `~/.cache/rodl/kernels` on Linux, moved or disabled with `RODL_KERNEL_CACHE`).
 
 use std::collections::HashMap;
 use std::ffi::c_void;
@@ -12,8 +14,9 @@ use cudarc::driver::{
     sys, CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr,
     DriverError, LaunchConfig,
 };
-use cudarc::nvrtc::{CompileError, CompileOptions};
+use cudarc::nvrtc::{CompileError, CompileOptions, Ptx};
 
+use crate::backend::kernel_cache::{self, CacheKey, KeyParts};
 use crate::{Error, Result, Scalar};
 
 /// Threads per block of the 1D kernels launched through [`DeviceCtx::launch_cfg`].
@@ -194,6 +197,24 @@ fn nvrtc_archs() -> Result<Vec<i32>> {
     .map_err(|e| Error::CudaUnavailable(format!("NVRTC does not answer: {e:?}")))
 }
 
+/// The NVRTC version `(major, minor)` and the CUDA driver version (e.g. 13000), which key the
+/// kernel cache; `None` when either cannot be queried (then kernels are not cached).
+fn toolchain_versions() -> Option<((i32, i32), i32)> {
+    guarded("CUDA version query", || {
+        let (mut major, mut minor, mut driver) = (0i32, 0i32, 0i32);
+        // SAFETY: plain queries into caller-owned integers.
+        unsafe {
+            cudarc::nvrtc::sys::nvrtcVersion(&mut major, &mut minor)
+                .result()
+                .ok()?;
+            sys::cuDriverGetVersion(&mut driver).result().ok()?;
+        }
+        Some(((major, minor), driver))
+    })
+    .ok()
+    .flatten()
+}
+
 /// Pinned host memory (page-locked, cached) owned by rodl.
 struct PinnedBuf {
     ptr: *mut u8,
@@ -235,6 +256,8 @@ pub(crate) struct DeviceCtx {
     cc: (i32, i32),
     sm_count: u32,
     arch: String,
+    /// NVRTC and driver versions for the kernel cache's keys (`None`: no cache).
+    versions: Option<((i32, i32), i32)>,
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
     /// The device's default memory pool (stream-ordered allocations), if supported.
@@ -333,6 +356,7 @@ impl DeviceCtx {
             cc,
             sm_count: sm_count.max(1) as u32,
             arch: format!("--gpu-architecture=compute_{arch}"),
+            versions: toolchain_versions(),
             ctx,
             stream,
             pool,
@@ -435,7 +459,11 @@ impl DeviceCtx {
         }
     }
 
-    /// The compiled module of `src` on this device (compiled with NVRTC on first use).
+    /// The compiled module of `src` on this device: on first use, loaded from the on-disk kernel
+    /// cache ([`kernel_cache`]) or compiled with NVRTC (and then stored in the cache).
+    ///
+    /// A cached entry that the driver refuses to load is compiled again and overwritten; cache
+    /// failures are never errors.
     pub(crate) fn module(&self, src: &KernelSource) -> Result<Arc<CudaModule>> {
         let mut modules = lock(&self.modules);
         if let Some((code, m)) = modules.get(src.name) {
@@ -449,29 +477,67 @@ impl DeviceCtx {
         }
         let mut options = vec![self.arch.clone()];
         options.extend(src.options.iter().map(|s| s.to_string()));
+        let full: String = src.prelude.iter().copied().chain([src.code]).collect();
+        let key = self.versions.map(|(nvrtc_version, driver_version)| {
+            CacheKey::new(&KeyParts {
+                name: src.name,
+                source: &full,
+                options: &options,
+                compute_capability: self.cc,
+                nvrtc_version,
+                driver_version,
+            })
+        });
+        let compile = || self.compile(src, &full, &options);
+        let load = |ptx: &[u8]| self.load_ptx(src, ptx);
+        let m = match &key {
+            Some(key) => {
+                kernel_cache::load_or_compile(kernel_cache::cache_dir(), key, compile, load)?
+            }
+            None => load(&compile()?)?,
+        };
+        modules.insert(src.name, (src.code, Arc::clone(&m)));
+        Ok(m)
+    }
+
+    /// Compiles `full` (the prelude and code of `src`) to PTX with NVRTC; returns the PTX text
+    /// (without a terminating NUL).
+    fn compile(&self, src: &KernelSource, full: &str, options: &[String]) -> Result<Vec<u8>> {
         let opts = CompileOptions {
-            options,
+            options: options.to_vec(),
             name: Some(format!("{}.cu", src.name)),
             ..Default::default()
         };
-        let ptx = guarded("NVRTC", || {
-            let full: String = src.prelude.iter().copied().chain([src.code]).collect();
-            cudarc::nvrtc::compile_ptx_with_opts(full, opts)
-        })?
-        .map_err(|e| match e {
-            CompileError::CompileError { log, options, .. } => Error::Cuda(format!(
-                "NVRTC could not compile kernels/{}.cu with {options:?}:\n{}",
-                src.name,
-                log.to_string_lossy()
-            )),
-            e => Error::Cuda(format!("NVRTC failed on kernels/{}.cu: {e}", src.name)),
-        })?;
-        let m = self
-            .ctx
-            .load_module(ptx)
-            .map_err(driver_err(&format!("loading the module {}", src.name)))?;
-        modules.insert(src.name, (src.code, Arc::clone(&m)));
-        Ok(m)
+        let ptx = guarded("NVRTC", || cudarc::nvrtc::compile_ptx_with_opts(full, opts))?.map_err(
+            |e| match e {
+                CompileError::CompileError { log, options, .. } => Error::Cuda(format!(
+                    "NVRTC could not compile kernels/{}.cu with {options:?}:\n{}",
+                    src.name,
+                    log.to_string_lossy()
+                )),
+                e => Error::Cuda(format!("NVRTC failed on kernels/{}.cu: {e}", src.name)),
+            },
+        )?;
+        let mut bytes = match ptx.as_bytes() {
+            Some(b) => b.to_vec(),
+            None => guarded("NVRTC", || ptx.to_src())?.into_bytes(),
+        };
+        while bytes.last() == Some(&0) {
+            bytes.pop();
+        }
+        Ok(bytes)
+    }
+
+    /// Loads PTX text into the driver as a module of this context.
+    fn load_ptx(&self, src: &KernelSource, ptx: &[u8]) -> Result<Arc<CudaModule>> {
+        let bad = || Error::Cuda(format!("the PTX of {} is not text", src.name));
+        if ptx.contains(&0) {
+            return Err(bad());
+        }
+        let text = std::str::from_utf8(ptx).map_err(|_| bad())?;
+        self.ctx
+            .load_module(Ptx::from_src(text))
+            .map_err(driver_err(&format!("loading the module {}", src.name)))
     }
 
     /// The kernel `name` of the source `src` on this device (compiled and cached on first use).

@@ -11,7 +11,9 @@
 //!   ([`DeviceCtx::launch_cfg`]) and compiled kernels ([`DeviceCtx::function`]).
 //! * A kernel source is a [`KernelSource`] constant (`include_str!` of a `kernels/*.cu` file, a
 //!   unique registry name, NVRTC options); it is compiled once per device for the device's
-//!   architecture (`--gpu-architecture=compute_XY`).
+//!   architecture (`--gpu-architecture=compute_XY`). The PTX is kept between processes in the
+//!   on-disk kernel cache ([`crate::backend::kernel_cache`]; `RODL_KERNEL_CACHE` moves or
+//!   disables it).
 //! * A [`DeviceTensor`]'s data is [`DeviceTensor::slice`] / [`DeviceTensor::slice_mut`] (a
 //!   `cudarc::driver::CudaSlice<T>`), ready to push as a kernel argument; results are wrapped with
 //!   [`DeviceTensor::from_slice`] or written into [`DeviceTensor::uninit`] tensors.
