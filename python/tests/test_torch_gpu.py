@@ -115,3 +115,62 @@ def test_wrong_device_dtype_shape():
         m(torch.randn(64, 64, device="cuda", dtype=torch.float64))
     with pytest.raises(ValueError, match="shape"):
         m(torch.randn(3, 3, device="cuda"))
+
+
+def test_concurrent_first_use_builds_once_per_device():
+    """Replicas of nn.DataParallel call the module from one thread per device at once: the
+    first use on a device builds its operator once, whichever thread gets there first."""
+    import threading
+
+    s, f = setup(32, 20)
+    m = rt.OperatorModule.from_op_factory(f)
+    x = torch.randn(2, 32, 32, device="cuda")
+    outs, errors = [], []
+
+    def call():
+        try:
+            outs.append(m(x))
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=call) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert m.build_counts() == {"cuda:0": 1}
+    for y in outs:
+        torch.testing.assert_close(y, outs[0])
+    # a second module on the same GPU builds its own replica
+    m2 = rt.OperatorModule.from_op_factory(f)
+    torch.testing.assert_close(m2(x), outs[0])
+    assert m2.build_counts() == {"cuda:0": 1}
+
+
+def test_distributed_data_parallel_one_process_per_gpu():
+    """DistributedDataParallel with one process on its GPU (NCCL, world size 1 here): the
+    module builds on the process's device; gradients flow through rodl's op."""
+    import os
+    import socket
+
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ["MASTER_PORT"] = str(port)
+    dist.init_process_group("nccl", rank=0, world_size=1)
+    try:
+        s, f = setup(32, 20)
+        net = torch.nn.Sequential(torch.nn.Conv2d(1, 1, 3, padding=1), rt.OperatorModule.from_op_factory(f)).cuda()
+        ddp = DistributedDataParallel(net, device_ids=[0])
+        x = torch.randn(2, 1, 32, 32, device="cuda")
+        loss = ddp(x).pow(2).mean()
+        loss.backward()
+        assert net[0].weight.grad is not None and torch.isfinite(net[0].weight.grad).all()
+        assert net[1].build_counts() == {"cuda:0": 1}
+    finally:
+        dist.destroy_process_group()
