@@ -265,8 +265,12 @@ pub struct DemoArgs {
     pub quiet: bool,
 }
 
+/// The demo's smallest image size (SSIM's window needs 11 samples per axis, plus margins).
+pub const MIN_SIZE: usize = 16;
+/// The demo's largest image size (the demo is meant to be quick).
+pub const MAX_SIZE: usize = 4096;
+
 /// `demo --size N`: the demo's documented range.
 fn parse_size(text: &str) -> Result<usize, String> {
-    use crate::commands::demo::{MAX_SIZE, MIN_SIZE};
     crate::limits::whole_in(text, MIN_SIZE as u64, MAX_SIZE as u64).map(|n| n as usize)
 }

@@ -16,7 +16,7 @@ use rodl::{uniform_discr, Device, Element, Operator, Space};
 
 use super::{parse_device, Compute, Setup};
 use crate::algorithm::{reconstruct, Algorithm, Settings};
-use crate::args::DemoArgs;
+use crate::args::{DemoArgs, MAX_SIZE, MIN_SIZE};
 use crate::image::png_bytes;
 use crate::io::{write_npy, NpyScalar};
 use crate::noise::Noise;
@@ -38,10 +38,6 @@ const CGLS_ITERATIONS: usize = 12;
 const TV_ITERATIONS: usize = 100;
 /// The weight of the total variation for PDHG-TV.
 const TV_WEIGHT: f64 = 0.01;
-/// The smallest image size (SSIM's window needs 11 samples per axis, plus margins).
-pub const MIN_SIZE: usize = 16;
-/// The largest image size accepted (the demo is meant to be quick).
-pub const MAX_SIZE: usize = 4096;
 
 /// GPU 0 when it is usable, else the CPU.
 pub fn best_device() -> Device {
