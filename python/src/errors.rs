@@ -42,14 +42,8 @@ pub fn to_py(e: rodl::Error) -> PyErr {
         E::CudaUnavailable(_) => CudaUnavailableError::new_err(msg),
         E::Io { .. } => PyOSError::new_err(msg),
         E::OutOfMemory { .. } => PyMemoryError::new_err(msg),
-        _ if is_out_of_memory(&msg) => PyMemoryError::new_err(msg),
         _ => PyRuntimeError::new_err(msg),
     }
-}
-
-fn is_out_of_memory(msg: &str) -> bool {
-    let m = msg.to_lowercase();
-    m.contains("out of memory") || m.contains("cannot allocate")
 }
 
 /// `Result<T, rodl::Error>` → `PyResult<T>`.

@@ -9,7 +9,7 @@ use crate::geometry::PyGeometry;
 use crate::operator::PyOperator;
 use crate::scalar::{each, Any};
 use crate::space::PySpace;
-use rodl::tomo::{fbp_op_with, Backend, CpuOptions, FbpOptions, FilterType, RayTransform};
+use rodl::tomo::{Backend, CpuOptions, FbpOptions, FilterType, RayTransform};
 use rodl::LinOp;
 
 /// The backend named by `backend` (`"cpu"`, `"cuda"`, `"cuda:N"`) with its options.
@@ -153,14 +153,10 @@ pub(crate) fn options(
         .with_parker(parker))
 }
 
-fn ray_parts<'a>(
-    ray_trafo: &'a Bound<'_, PyAny>,
-) -> PyResult<(PyRef<'a, PyRayTransform>, PyOperator)> {
-    let rt = ray_trafo
+fn ray_of<'a>(ray_trafo: &'a Bound<'_, PyAny>) -> PyResult<PyRef<'a, PyRayTransform>> {
+    ray_trafo
         .extract::<PyRef<'_, PyRayTransform>>()
-        .map_err(|_| value_error("expected a rodl.RayTransform"))?;
-    let op: PyOperator = (**rt.as_super()).clone();
-    Ok((rt, op))
+        .map_err(|_| value_error("expected a rodl.RayTransform"))
 }
 
 /// Filtered back-projection for `ray_trafo` (ODL's `fbp_op`; FDK for circular cone beams): the
@@ -179,10 +175,9 @@ fn fbp_op(
     parker: Option<f64>,
 ) -> PyResult<PyOperator> {
     let opts = options(filter_type, frequency_scaling, padding, parker)?;
-    let (rt, op) = ray_parts(ray_trafo)?;
-    let g = rt.geometry.inner.clone();
+    let rt = ray_of(ray_trafo)?;
     let inner =
-        each!(&op.inner, a => py.detach(|| fbp_op_with(a.as_ref(), &g, &opts)).py()?.into());
+        each!(&rt.ray, r => py.detach(|| rodl::tomo::fbp_op(r.as_ref(), &opts)).py()?.into());
     Ok(PyOperator { inner })
 }
 
@@ -199,30 +194,8 @@ fn fbp_filter(
     parker: Option<f64>,
 ) -> PyResult<PyOperator> {
     let opts = options(filter_type, frequency_scaling, padding, parker)?;
-    let (rt, op) = ray_parts(ray_trafo)?;
-    let g = rt.geometry.inner.clone();
-    let inner = match &op.inner {
-        Any::F32(a) => Any::F32(
-            py.detach(|| -> rodl::Result<LinOp<f32>> {
-                Ok(Arc::new(rodl::tomo::FbpFilter::new(
-                    a.range().clone(),
-                    &g,
-                    &opts,
-                )?))
-            })
-            .py()?,
-        ),
-        Any::F64(a) => Any::F64(
-            py.detach(|| -> rodl::Result<LinOp<f64>> {
-                Ok(Arc::new(rodl::tomo::FbpFilter::new(
-                    a.range().clone(),
-                    &g,
-                    &opts,
-                )?))
-            })
-            .py()?,
-        ),
-    };
+    let rt = ray_of(ray_trafo)?;
+    let inner = each!(&rt.ray, r => py.detach(|| rodl::tomo::fbp_filter_op(r.as_ref(), &opts)).py()?.into());
     Ok(PyOperator { inner })
 }
 
