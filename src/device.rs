@@ -43,6 +43,41 @@ impl Device {
             Device::Cuda(id) => Cuda::check_available(id),
         }
     }
+
+    /// Every CUDA GPU that can be used now, in ordinal order, or why there is none: an
+    /// [`Error::CudaUnavailable`] when the crate was built without the `cuda` feature, when no
+    /// driver is installed or when it does not initialise. An empty list is an error too (a
+    /// driver without devices), so that `Ok` always names at least one GPU. Never panics.
+    ///
+    /// ```
+    /// use rodl::Device;
+    /// // Every GPU present, else the CPU with the reason.
+    /// let devices = match Device::cuda_devices() {
+    ///     Ok(gpus) => gpus,
+    ///     Err(why) => {
+    ///         eprintln!("running on the CPU: {why}");
+    ///         vec![Device::Cpu]
+    ///     }
+    /// };
+    /// assert!(!devices.is_empty());
+    /// ```
+    pub fn cuda_devices() -> Result<Vec<Device>> {
+        let n = Cuda::device_count()?;
+        let mut usable = Vec::new();
+        let mut last = None;
+        for id in 0..n {
+            match Cuda::check_available(id) {
+                Ok(()) => usable.push(Device::Cuda(id)),
+                Err(e) => last = Some(e),
+            }
+        }
+        if usable.is_empty() {
+            return Err(last.unwrap_or_else(|| {
+                Error::CudaUnavailable("the CUDA driver reports no GPU".into())
+            }));
+        }
+        Ok(usable)
+    }
 }
 
 impl Device {

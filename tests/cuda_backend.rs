@@ -86,6 +86,13 @@ fn gpu_is_available() {
 }
 
 #[test]
+fn every_gpu_is_listed() {
+    let gpus = Device::cuda_devices().expect("a GPU is expected on this machine");
+    assert_eq!(gpus[0], Device::Cuda(0));
+    assert!(gpus.windows(2).all(|w| w[0] < w[1]), "{gpus:?}");
+}
+
+#[test]
 fn absent_device_is_a_clean_error() {
     for r in [
         Device::Cuda(99).check_available(),

@@ -56,3 +56,22 @@ fn transfers_to_an_unavailable_device_fail_cleanly() {
         assert!(matches!(r, Err(Error::CudaUnavailable(_))));
     }
 }
+
+#[test]
+fn listing_gpus_does_not_panic() {
+    let r = catch_unwind(Device::cuda_devices).expect("listing the GPUs panicked");
+    match r {
+        Err(Error::CudaUnavailable(msg)) => assert!(!msg.is_empty()),
+        Err(e) => panic!("expected Error::CudaUnavailable, got {e:?}"),
+        Ok(gpus) => {
+            assert!(
+                cfg!(feature = "cuda"),
+                "GPUs listed without the `cuda` feature"
+            );
+            assert!(!gpus.is_empty(), "Ok with no GPU");
+            assert!(gpus
+                .iter()
+                .all(|d| d.is_cuda() && d.check_available().is_ok()));
+        }
+    }
+}

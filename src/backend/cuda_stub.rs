@@ -39,6 +39,9 @@ impl super::Runtime for Cuda {
     fn check_available(_id: usize) -> Result<()> {
         Err(unavailable())
     }
+    fn device_count() -> Result<usize> {
+        Err(unavailable())
+    }
     fn synchronize(_id: usize) -> Result<()> {
         Err(unavailable())
     }

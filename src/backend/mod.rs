@@ -118,6 +118,8 @@ pub(crate) trait DeviceBackend<T: Scalar>: BackendStorage<T> {
 pub(crate) trait Runtime {
     /// Errors unless device `id` can be used (never panics).
     fn check_available(id: usize) -> Result<()>;
+    /// The number of devices present, or why there are none (never panics).
+    fn device_count() -> Result<usize>;
     /// Waits until all work queued on device `id` has finished.
     fn synchronize(id: usize) -> Result<()>;
     /// Runs `f` between two timing events on device `id` and returns the device time between

@@ -72,6 +72,10 @@ impl super::Runtime for Cuda {
         device_ctx(id).map(|_| ())
     }
 
+    fn device_count() -> crate::Result<usize> {
+        device_count()
+    }
+
     fn synchronize(id: usize) -> crate::Result<()> {
         device_ctx(id)?.synchronize()
     }
