@@ -486,16 +486,26 @@ extern "C" __global__ void joseph_backward3_seg_f32(const float* __restrict__ si
 // plain march. Staged zeros stand for taps outside the grid: they add (+/-)0 to the sum, i.e.
 // contribute nothing. The staged rows cover every plane a ray of axis A visits in the segment
 // (its planes lie below n_A, so m - M0 < nS).
-// With gridDim.z == 1 each ray's sum runs over all its planes in the production order and is
+// gridDim.z is zsegs blocks per batch entry (an entry's volume and sinogram follow the previous
+// one's). With zsegs == 1 each ray's sum runs over all its planes in the production order and is
 // stored (the result equals joseph_forward2_i32_f32's); otherwise the partial sums of the
 // segments are added with atomics into the sinogram, which must then be zeroed first (H200
 // harness: relative difference 5.5e-7 to the single-block sums).
 // Dynamic shared memory: (seglen * (wcap + 4) + seglen) * 4 bytes; wcap a multiple of 8;
 // blockDim.x a multiple of 32 and of vgroup, at most 256 (the launch bounds).
-extern "C" __global__ void __launch_bounds__(256)
-joseph_forward2_smem_f32(const float* __restrict__ vol, float* __restrict__ sino, const double* __restrict__ views,
-                         RayParams p, int count, int seglen, int vgroup, int wcap, int segs_per_block) {
+template <bool BATCH>
+__device__ __forceinline__ void forward2_smem(const float* __restrict__ vol, float* __restrict__ sino,
+                                              const double* __restrict__ views, const RayParams& p, int count,
+                                              int seglen, int vgroup, int wcap, int segs_per_block, int zsegs) {
     extern __shared__ float slab_smem[];
+    // BATCH: blockIdx.z = entry * zsegs + share of the segments, the entries of a batch one after
+    // the other; otherwise blockIdx.z is the share (zsegs == gridDim.z).
+    const int zseg = BATCH ? (int)(blockIdx.z % (unsigned)zsegs) : (int)blockIdx.z;
+    if (BATCH) {
+        const u64 entry = blockIdx.z / (unsigned)zsegs;
+        vol += entry * (u64)p.shape[0] * (u64)p.shape[1];
+        sino += entry * (u64)p.nviews * (u64)p.nu;
+    }
     __shared__ float wmin[32][2];
     const int pitch = wcap + 4;  // 4 * odd: the 8 x 4 staging pattern hits 32 distinct banks
     float* tile = slab_smem;
@@ -508,7 +518,7 @@ joseph_forward2_smem_f32(const float* __restrict__ vol, float* __restrict__ sino
     const int sh[2] = {(int)p.shape[0], (int)p.shape[1]};
     const int st[2] = {sh[1], 1};
     const int nseg = (max(sh[0], sh[1]) + seglen - 1) / seglen;
-    const int seg_begin = (int)blockIdx.z * segs_per_block;
+    const int seg_begin = zseg * segs_per_block;
     const int seg_end = min(nseg, seg_begin + segs_per_block);
     const int view = p.first_view + vloc;
     const bool valid = vloc < count && iu < p.nu;
@@ -617,8 +627,22 @@ joseph_forward2_smem_f32(const float* __restrict__ vol, float* __restrict__ sino
     }
     if (!valid) return;
     const u64 sidx = (u64)view * (u64)p.nu + (u64)iu;
-    if (gridDim.z == 1) sino[sidx] = ok ? __fmul_rn(acc, r.w) : 0.0f;
+    if (zsegs == 1) sino[sidx] = ok ? __fmul_rn(acc, r.w) : 0.0f;
     else if (touched) atomicAdd(sino + sidx, __fmul_rn(acc, r.w));
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+joseph_forward2_smem_f32(const float* __restrict__ vol, float* __restrict__ sino, const double* __restrict__ views,
+                         RayParams p, int count, int seglen, int vgroup, int wcap, int segs_per_block) {
+    forward2_smem<false>(vol, sino, views, p, count, seglen, vgroup, wcap, segs_per_block, (int)gridDim.z);
+}
+
+// The same over a batch: gridDim.z = batch * zsegs.
+extern "C" __global__ void __launch_bounds__(256)
+joseph_forward2_smem_batch_f32(const float* __restrict__ vol, float* __restrict__ sino,
+                               const double* __restrict__ views, RayParams p, int count, int seglen, int vgroup,
+                               int wcap, int segs_per_block, int zsegs) {
+    forward2_smem<true>(vol, sino, views, p, count, seglen, vgroup, wcap, segs_per_block, zsegs);
 }
 
 
@@ -979,17 +1003,17 @@ joseph_backward3_profile_count_f32(const float* __restrict__ sino, float* __rest
 }
 
 // ---------------------------------------------------------------------------------------------
-// 2D parallel beams: the transpose as a gather, one thread per pixel, no atomics.
+// 2D parallel beams: the transpose over tiles of pixels.
 //
 // joseph_setup2_f32 sets every ray up once (setup_ray, as the forward kernels do) and keeps what
-// the march of a 2D ray needs: Ray2 {fb0, w, m0, m1} per ray and View2 {a, sb, fb0 of the first
-// ray, the change of fb0 per detector cell} per view (the rays of a parallel view share their
-// direction, hence their dominant axis a and step sb, bit for bit). joseph_backward2_gather_f32
-// then finds, for pixel (plane m along a, index j along b) and each view, the few rays whose tap
-// at plane m is j or j-1 (a range of u from the first ray's fb0 and the per-cell change, widened
-// by one cell each side), and recomputes each candidate's tap exactly as march2 does
-// (f = fb0 + m*sb rounded, ib = floor(f), t = f - ib): the same taps, weights and products
-// (w*y)*weight as the scattering transpose, summed per pixel.
+// the march of a 2D ray needs: Ray2 {fb0, m0, m1} and its weight w per ray, and View2 {a, sb, fb0
+// of the first ray, the change of fb0 per detector cell} per view (the rays of a parallel view
+// share their direction, hence their dominant axis a and step sb, bit for bit).
+// joseph_weigh2_f32 forms c = w*y per ray, and joseph_backward2_tile_f32 finds, for a tile of
+// pixels and each view, the rays whose taps can reach the tile (a range of u from the first ray's
+// fb0 and the per-cell change, widened by a margin) and recomputes each one's taps exactly as
+// march2 does (f = fb0 + m*sb rounded, ib = floor(f), t = f - ib): the same taps, weights and
+// products (w*y)*weight as the scattering transpose.
 
 struct Ray2 {
     float fb0;
@@ -1032,76 +1056,89 @@ extern "C" __global__ void joseph_setup2_f32(const double* __restrict__ views, R
 }
 
 // c = w * y per ray: the product the scattering transpose forms once per ray.
+// `n` values: entries of `rays` values each (a batch of sinograms one after the other).
 extern "C" __global__ void joseph_weigh2_f32(const float* __restrict__ sino, const float* __restrict__ weights,
-                                             float* __restrict__ c, unsigned n) {
+                                             float* __restrict__ c, unsigned n, unsigned rays) {
     for (unsigned g = blockIdx.x * blockDim.x + threadIdx.x; g < n; g += gridDim.x * blockDim.x)
-        c[g] = __fmul_rn(weights[g], sino[g]);
+        c[g] = __fmul_rn(weights[g % rays], sino[g]);
 }
 
-// vol[i0, i1] = sum over views and rays of w * sino * weight (every pixel written once: no
-// zeroing needed). 32-bit pixel indices. A block is `groups` warps (blockDim.x = 32 * groups,
-// groups <= 16) over 32 consecutive pixels: warp k sums views k, k + groups, … of all 32 pixels
-// (the lanes of a warp read neighbouring rays of one view), and the warps' sums are added in
-// warp order through shared memory, so small images still fill the GPU and the result does not
-// depend on scheduling.
-extern "C" __global__ void joseph_backward2_gather_f32(const float* __restrict__ cw, float* __restrict__ vol,
-                                                       const Ray2* __restrict__ rays, const View2* __restrict__ info,
-                                                       RayParams p) {
-    __shared__ float part[16][32];
+// vol = the transpose of the 2D parallel beam over tiles of TILE2 x TILE2 pixels owned by the
+// blocks (blockIdx.x: the tile, blockIdx.y: a share of the views when split > 1, blockIdx.z: the
+// batch entry). Each warp takes views warp, warp + 8, …; its lanes take the rays whose taps can
+// reach the tile (a range of u from the affine model of fb0, with margins) and march
+// each one through the tile's planes, adding the products (w*y)*weight of the scattering
+// transpose into the tile in shared memory; the tile is then stored (split == 1: every pixel
+// written once, no zeroing) or added into the zeroed volume (split > 1). Same taps, weights and
+// products as joseph_backward2_tile_f32; only the order of the additions differs.
+#define TILE2 16
+extern "C" __global__ void __launch_bounds__(256)
+joseph_backward2_tile_f32(const float* __restrict__ cw, float* __restrict__ vol, const Ray2* __restrict__ rays,
+                          const View2* __restrict__ info, RayParams p, int split) {
+    __shared__ float tile[TILE2][TILE2 + 1];
     const int n0 = (int)p.shape[0], n1 = (int)p.shape[1];
     const int nu = p.nu;
-    const int groups = (int)(blockDim.x / 32);
-    const int lane = (int)(threadIdx.x % 32), grp = (int)(threadIdx.x / 32);
-    const unsigned total = (unsigned)n0 * (unsigned)n1;
-    const unsigned blocks = (total + 31) / 32;
-    for (unsigned pb = blockIdx.x; pb < blocks; pb += gridDim.x) {
-        const unsigned pix = pb * 32 + (unsigned)lane;
-        const bool live = pix < total;
-        const int i0 = live ? (int)(pix / (unsigned)n1) : 0, i1 = live ? (int)(pix % (unsigned)n1) : 0;
-        float acc = 0.0f;
-        for (int view = grp; live && view < p.nviews; view += groups) {
-            const View2 v = info[view];
-            if (v.a < 0) continue;
-            const int m = v.a == 0 ? i0 : i1;
-            const int j = v.a == 0 ? i1 : i0;
-            const float mf = (float)m;
-            int u0 = 0, u1 = nu - 1;
-            if (v.inv_dfb0 != 0.0f) {
-                // f(u) ~ fb0_first + u*dfb0 + m*sb; the taps at plane m are j when f in [j, j+1)
-                // and j-1 when f in [j-1, j). The tabled fb0 differ from the affine model by
-                // rounding (~1e-4 cells in f), covered by the 0.05-cell margins.
-                const float base = v.fb0_first + mf * v.sb;
-                float lo = ((float)j - 1.0f - base) * v.inv_dfb0;
-                float hi = ((float)j + 1.0f - base) * v.inv_dfb0;
-                if (lo > hi) { const float t = lo; lo = hi; hi = t; }
-                lo = fmaxf(lo - 0.05f, -1.0f);
-                hi = fminf(hi + 0.05f, (float)nu);
-                if (!(lo <= hi)) continue;
-                u0 = max(0, (int)floorf(lo));
-                u1 = min(nu - 1, (int)floorf(hi));
+    const int tiles1 = (n1 + TILE2 - 1) / TILE2;
+    const int r0 = (int)(blockIdx.x / (unsigned)tiles1) * TILE2, c0 = (int)(blockIdx.x % (unsigned)tiles1) * TILE2;
+    const int r1 = min(r0 + TILE2, n0), c1 = min(c0 + TILE2, n1);
+    const u64 batch = blockIdx.z;
+    cw += batch * (u64)p.nviews * (u64)nu;
+    vol += batch * (u64)n0 * (u64)n1;
+    float* flat = &tile[0][0];
+    for (int k = threadIdx.x; k < TILE2 * (TILE2 + 1); k += blockDim.x) flat[k] = 0.0f;
+    __syncthreads();
+    const int lane = (int)(threadIdx.x % 32), warp = (int)(threadIdx.x / 32), warps = (int)(blockDim.x / 32);
+    const int vb = (int)(((long long)p.nviews * blockIdx.y) / split);
+    const int ve = (int)(((long long)p.nviews * (blockIdx.y + 1)) / split);
+    for (int view = vb + warp; view < ve; view += warps) {
+        const View2 v = info[view];
+        if (v.a < 0) continue;
+        // Planes [ma, mb) and cells [ja, jb) of the tile along this view's axes; a tap at plane
+        // m and cell j goes to flat[(m - ma) * sm + (j - ja) * sj].
+        const int ma = v.a == 0 ? r0 : c0, mb = v.a == 0 ? r1 : c1;
+        const int ja = v.a == 0 ? c0 : r0, jb = v.a == 0 ? c1 : r1;
+        const int sm = v.a == 0 ? TILE2 + 1 : 1, sj = v.a == 0 ? 1 : TILE2 + 1;
+        int u0 = 0, u1 = nu - 1;
+        if (v.inv_dfb0 != 0.0f) {
+            // A ray adds into cells [ja, jb) at plane m when f = fb0 + m*sb is in [ja - 1, jb).
+            float lo = 3.0e38f, hi = -3.0e38f;
+            for (int e = 0; e < 2; ++e) {
+                const float base = v.fb0_first + (float)(e == 0 ? ma : mb - 1) * v.sb;
+                const float a = ((float)ja - 1.0f - base) * v.inv_dfb0;
+                const float b = ((float)jb - base) * v.inv_dfb0;
+                lo = fminf(lo, fminf(a, b));
+                hi = fmaxf(hi, fmaxf(a, b));
             }
-            const Ray2* row = rays + (u64)view * (u64)nu;
-            const float* crow = cw + (u64)view * (u64)nu;
-            for (int u = u0; u <= u1; ++u) {
-                const Ray2 e = row[u];
-                if (m < (e.planes & 0xffff) || m >= (e.planes >> 16)) continue;
-                const float f = __fadd_rn(e.fb0, __fmul_rn(mf, v.sb));
+            lo = fmaxf(lo - 0.05f, -1.0f);
+            hi = fminf(hi + 0.05f, (float)nu);
+            if (!(lo <= hi)) continue;
+            u0 = max(0, (int)floorf(lo));
+            u1 = min(nu - 1, (int)floorf(hi));
+        }
+        const Ray2* row = rays + (u64)view * (u64)nu;
+        const float* crow = cw + (u64)view * (u64)nu;
+        for (int u = u0 + lane; u <= u1; u += 32) {
+            const Ray2 e = row[u];
+            const int m_lo = max(ma, e.planes & 0xffff), m_hi = min(mb, e.planes >> 16);
+            if (m_lo >= m_hi) continue;
+            const float c = __ldg(crow + u);
+            for (int m = m_lo; m < m_hi; ++m) {
+                const float f = __fadd_rn(e.fb0, __fmul_rn((float)m, v.sb));
                 const int ib = __float2int_rz(__fadd_rn(f, 4.0f)) - 4;
-                const float tb = __fsub_rn(f, (float)ib);
-                float wt;
-                if (ib == j) wt = __fsub_rn(1.0f, tb);
-                else if (ib + 1 == j) wt = tb;
-                else continue;
-                acc = __fadd_rn(acc, __fmul_rn(__ldg(crow + u), wt));
+                const float t = __fsub_rn(f, (float)ib);
+                const int at = (m - ma) * sm, k = ib - ja;
+                if (k >= 0 && k < jb - ja) atomicAdd(flat + at + k * sj, __fmul_rn(c, __fsub_rn(1.0f, t)));
+                if (k + 1 >= 0 && k + 1 < jb - ja) atomicAdd(flat + at + (k + 1) * sj, __fmul_rn(c, t));
             }
         }
-        part[grp][lane] = acc;
-        __syncthreads();
-        if (grp == 0 && live) {
-            float sum = part[0][lane];
-            for (int k = 1; k < groups; ++k) sum = __fadd_rn(sum, part[k][lane]);
-            vol[pix] = sum;
-        }
-        __syncthreads();
+    }
+    __syncthreads();
+    for (int k = threadIdx.x; k < TILE2 * TILE2; k += blockDim.x) {
+        const int i0 = r0 + k / TILE2, i1 = c0 + k % TILE2;
+        if (i0 >= r1 || i1 >= c1) continue;
+        const float s = tile[k / TILE2][k % TILE2];
+        float* at = vol + (u64)i0 * (u64)n1 + (u64)i1;
+        if (split == 1) *at = s;
+        else atomicAdd(at, s);
     }
 }

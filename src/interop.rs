@@ -20,9 +20,24 @@ impl<T: Scalar> Borrowed<T> {
     /// # Safety
     /// As [`DeviceTensor::borrow_raw`](crate::backend::cuda::DeviceTensor::borrow_raw).
     unsafe fn new(id: usize, ptr: u64, space: &Space<T>) -> Result<Self> {
-        let shape = space.shape()?;
         // SAFETY: forwarded to the caller.
-        let s = unsafe { Storage::borrow_cuda(id, ptr, shape)? };
+        unsafe { Self::of_batch(id, ptr, space, None) }
+    }
+
+    /// A tensor of `space`'s shape, or of `batch` of them (a leading batch axis).
+    ///
+    /// # Safety
+    /// As [`Borrowed::new`], for the whole batch.
+    unsafe fn of_batch(
+        id: usize,
+        ptr: u64,
+        space: &Space<T>,
+        batch: Option<usize>,
+    ) -> Result<Self> {
+        let mut shape: Vec<usize> = batch.into_iter().collect();
+        shape.extend_from_slice(space.shape()?);
+        // SAFETY: forwarded to the caller.
+        let s = unsafe { Storage::borrow_cuda(id, ptr, &shape)? };
         Ok(Self(Some(Element::tensor(s))))
     }
 
@@ -63,7 +78,8 @@ impl<T: Scalar> Drop for Borrowed<T> {
 
 /// Applies `op` to `batch` inputs stored one after the other (C order, each of the domain's
 /// shape) at device address `input`, writing the `batch` results one after the other at
-/// `output`, on the GPU of the operator's domain and range, ordered after the work queued on
+/// `output` — in one pass per chunk of [`BatchedOperator::max_batch`](crate::BatchedOperator)
+/// entries where the operator has a [batched form](Operator::batched), else entry by entry — on the GPU of the operator's domain and range, ordered after the work queued on
 /// the caller's CUDA `stream` (0: the default stream) and with that stream waiting for the
 /// result (events, no synchronisation). `op`'s domain and range must be tensor spaces on the
 /// same CUDA device (build the operator for that device, e.g. with a
@@ -114,7 +130,34 @@ pub unsafe fn apply_to_cuda_memory<T: Scalar>(
     };
     end(input, n_in)?;
     end(output, n_out)?;
+    let written = |y: Borrowed<T>, at: u64| -> Result<()> {
+        if y.release() != Some(at) {
+            return Err(Error::invalid(format!(
+                "apply_to_cuda_memory: {} did not write into the output it was given",
+                op.name()
+            )));
+        }
+        Ok(())
+    };
     let mut run = || -> Result<()> {
+        if let Some(batched) = op.batched() {
+            // Whole batches in one pass, in chunks of at most `max_batch` entries.
+            let max = batched.max_batch().max(1);
+            let mut done = 0;
+            while done < batch {
+                let k = (batch - done).min(max);
+                let at_in = input + (done * n_in) as u64 * bytes;
+                let at_out = output + (done * n_out) as u64 * bytes;
+                // SAFETY: within the caller's buffers (sizes checked above, validity promised).
+                let x = unsafe { Borrowed::of_batch(id, at_in, domain, Some(k))? };
+                let mut y = unsafe { Borrowed::of_batch(id, at_out, range, Some(k))? };
+                batched.apply_batch(x.get(), y.get_mut(), k)?;
+                x.release();
+                written(y, at_out)?;
+                done += k;
+            }
+            return Ok(());
+        }
         for b in 0..batch as u64 {
             let at_in = input + b * n_in as u64 * bytes;
             let at_out = output + b * n_out as u64 * bytes;
@@ -123,12 +166,7 @@ pub unsafe fn apply_to_cuda_memory<T: Scalar>(
             let mut y = unsafe { Borrowed::new(id, at_out, range)? };
             op.apply_into(x.get(), y.get_mut())?;
             x.release();
-            if y.release() != Some(at_out) {
-                return Err(Error::invalid(format!(
-                    "apply_to_cuda_memory: {} did not write into the output it was given",
-                    op.name()
-                )));
-            }
+            written(y, at_out)?;
         }
         Ok(())
     };

@@ -32,9 +32,9 @@ pub use operator::default::{
     ScalingOperator, ZeroOperator,
 };
 pub use operator::{
-    diagonal_operator, power_method_opnorm, BlockOperator, BroadcastOperator, ComponentEmbedding,
-    ComponentProjection, Composition, LinOp, LinearOperator, LinearOperatorExt, NormCache, Op,
-    Operator, OperatorExt, OperatorSum, ReductionOperator, ScalarMultiple,
+    diagonal_operator, power_method_opnorm, BatchedOperator, BlockOperator, BroadcastOperator,
+    ComponentEmbedding, ComponentProjection, Composition, LinOp, LinearOperator, LinearOperatorExt,
+    NormCache, Op, Operator, OperatorExt, OperatorSum, ReductionOperator, ScalarMultiple,
 };
 pub use scalar::{Scalar, ScalarFamily, SliceOf};
 pub use space::{rn, uniform_discr, weighted_rn, Pointwise, Pointwise2, Space, UniformPartition};

@@ -7,7 +7,8 @@ use std::path::PathBuf;
 
 use rodl::tomo::{Backend, Geometry, RayTransform, TomoSpec};
 use rodl::{
-    check_adjoint, uniform_discr, Device, LinearOperator, Operator, Space, UniformPartition,
+    check_adjoint, uniform_discr, Device, LinearOperator, LinearOperatorExt, Operator, Space,
+    UniformPartition,
 };
 
 /// Seed of the random inputs (fixed, so that a failure replays).
@@ -280,4 +281,130 @@ fn cuda_3d_profile_transpose_matches_cpu_off_the_benchmark_shape() {
         uniform_discr(&[-1.0, -0.8, -0.6], &[1.0, 0.8, 0.6], &[40, 32, 50]).unwrap();
     let g = Geometry::cone_flat(&full, &det, 5.0, 3.0, 0.0, [0.0, 0.0, 1.0], [0.0, 0.0]).unwrap();
     agrees_with_cpu("cone, 50 cells along the contiguous axis", &odd, g);
+}
+
+/// `batch` entries through the batched form against one entry at a time through `apply`.
+fn batched_matches_entries(op: &dyn Operator<f32>, batch: usize, seed: u64) -> f64 {
+    let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(seed);
+    let (dom, ran) = (op.domain(), op.range());
+    let mut shape = vec![batch];
+    shape.extend_from_slice(dom.shape().unwrap());
+    let xs = rodl::rn::<f32>(&shape)
+        .unwrap()
+        .random_normal(&mut rng)
+        .unwrap();
+    let mut out_shape = vec![batch];
+    out_shape.extend_from_slice(ran.shape().unwrap());
+    let out_space = rodl::rn::<f32>(&out_shape)
+        .unwrap()
+        .with_device(Device::Cuda(0))
+        .unwrap();
+    let mut out = out_space.zero().unwrap();
+    let b = op.batched().expect("a batched form");
+    b.apply_batch(&xs.to_device(Device::Cuda(0)).unwrap(), &mut out, batch)
+        .unwrap();
+    let got = out.to_host().unwrap();
+    let got = got.as_slice().unwrap();
+    let xs = xs.as_slice().unwrap();
+    let (n_in, n_out) = (dom.size(), ran.size());
+    let host_dom = dom.with_device(Device::Cpu).unwrap();
+    let mut worst = 0.0f64;
+    for k in 0..batch {
+        let x = host_dom
+            .element_from_vec(xs[k * n_in..(k + 1) * n_in].to_vec())
+            .unwrap()
+            .to_device(Device::Cuda(0))
+            .unwrap();
+        let want = op.apply(&x).unwrap().to_host().unwrap();
+        worst = worst.max(rel(
+            &got[k * n_out..(k + 1) * n_out],
+            want.as_slice().unwrap(),
+        ));
+    }
+    worst
+}
+
+#[test]
+fn batched_2d_parallel_beam_matches_one_entry_at_a_time() {
+    let part = |lo: f64, hi: f64, n: usize| UniformPartition::new(&[lo], &[hi], &[n]).unwrap();
+    // Sizes off the 16-pixel tiles, detectors finer and coarser than the cells, few and many
+    // views (the views split over blocks or not).
+    for (k, &(n0, n1, views, det, w)) in [
+        (33, 47, 31, 41, 3.0),
+        (64, 64, 90, 96, 2.9),
+        (17, 70, 8, 23, 2.0),
+        (128, 96, 200, 60, 3.2),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let host = uniform_discr::<f32>(&[-1.0, -1.0], &[1.0, 1.0], &[n0, n1]).unwrap();
+        let gpu = host.with_device(Device::Cuda(0)).unwrap();
+        let g = Geometry::parallel_2d(
+            &part(0.0, std::f64::consts::PI, views),
+            &part(-w / 2.0, w / 2.0, det),
+        )
+        .unwrap();
+        let ray = RayTransform::new(gpu, g, Backend::cuda(0)).unwrap();
+        let adj = ray.adjoint().unwrap();
+        let scaled_adj = adj.scaled(0.25).unwrap();
+        for batch in [1, 3, 8] {
+            let seed = SEED + (10 * k + batch) as u64;
+            let ef = batched_matches_entries(&ray, batch, seed);
+            let ea = batched_matches_entries(adj.as_ref(), batch, seed + 1);
+            let es = batched_matches_entries(scaled_adj.as_ref(), batch, seed + 2);
+            assert!(
+                ef < 1e-6 && ea < 1e-6 && es < 1e-6,
+                "{n0}x{n1}, {views} views x {det}, batch {batch}: {ef:.1e} {ea:.1e} {es:.1e}"
+            );
+        }
+    }
+}
+
+#[test]
+fn batched_form_checks_its_tensors_and_exists_only_where_it_is_one_launch() {
+    let s = spec("par2d_64");
+    let gpu = s
+        .volume
+        .space::<f32>()
+        .unwrap()
+        .with_device(Device::Cuda(0))
+        .unwrap();
+    let ray =
+        RayTransform::new(gpu.clone(), s.geometry.build().unwrap(), Backend::cuda(0)).unwrap();
+    let b = ray
+        .batched()
+        .expect("2D parallel beams have a batched form");
+    assert!(b.max_batch() > 100, "{}", b.max_batch());
+    // Wrong batch sizes and shapes are errors.
+    let x = gpu.zero().unwrap();
+    let mut y = ray.range().zero().unwrap();
+    assert!(b.apply_batch(&x, &mut y, 1).is_err(), "no batch axis");
+    let mut shape = vec![2];
+    shape.extend_from_slice(gpu.shape().unwrap());
+    let xs = rodl::rn::<f32>(&shape)
+        .unwrap()
+        .with_device(Device::Cuda(0))
+        .unwrap()
+        .zero()
+        .unwrap();
+    let mut ys = ray.range().zero().unwrap();
+    assert!(
+        b.apply_batch(&xs, &mut ys, 2).is_err(),
+        "output without batch axis"
+    );
+    assert!(b.apply_batch(&xs, &mut ys, 0).is_err());
+    // Fan beams and 3D geometries go one entry at a time.
+    for case in ["fan2d_64", "cone3d_32"] {
+        let s = spec(case);
+        let gpu = s
+            .volume
+            .space::<f32>()
+            .unwrap()
+            .with_device(Device::Cuda(0))
+            .unwrap();
+        let op = RayTransform::new(gpu, s.geometry.build().unwrap(), Backend::cuda(0)).unwrap();
+        assert!(op.batched().is_none(), "{case}");
+        assert!(op.adjoint().unwrap().batched().is_none(), "{case}");
+    }
 }

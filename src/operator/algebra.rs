@@ -11,7 +11,8 @@
 use std::sync::Arc;
 
 use super::{
-    check_same_space, LinOp, LinearOperator, NormCache, Op, Operator, OperatorKind, Scratch,
+    check_same_space, BatchedOperator, LinOp, LinearOperator, NormCache, Op, Operator,
+    OperatorKind, Scratch,
 };
 use crate::{Element, Error, Result, Scalar, Space};
 
@@ -213,12 +214,32 @@ impl<T: Scalar, P: ?Sized + OperatorKind<T>> Operator<T> for ScalarMultiple<T, P
     fn is_linear(&self) -> bool {
         self.op.kind_is_linear()
     }
+    fn batched(&self) -> Option<&dyn BatchedOperator<T>> {
+        // c·A(x) = A(c·x) for a linear A; the batched form scales the output.
+        let same = !self.right || self.op.kind_is_linear();
+        (same && self.op.batched().is_some()).then_some(self as &dyn BatchedOperator<T>)
+    }
     fn name(&self) -> String {
         if self.right {
             format!("({} · {})", self.op.name(), self.scalar)
         } else {
             format!("({} · {})", self.scalar, self.op.name())
         }
+    }
+}
+
+impl<T: Scalar, P: ?Sized + OperatorKind<T>> BatchedOperator<T> for ScalarMultiple<T, P> {
+    fn max_batch(&self) -> usize {
+        self.op.batched().map_or(1, |b| b.max_batch())
+    }
+    fn apply_batch(&self, x: &Element<T>, out: &mut Element<T>, batch: usize) -> Result<()> {
+        let inner = self
+            .op
+            .batched()
+            .ok_or_else(|| Error::Unsupported(format!("{} has no batched form", self.op.name())))?;
+        inner.apply_batch(x, out, batch)?;
+        out.storage_mut("scalar multiple: the batch")?
+            .scale_inplace(self.scalar)
     }
 }
 

@@ -22,6 +22,7 @@
 //! ```
 
 mod algebra;
+mod batch;
 pub mod default;
 mod opnorm;
 mod pair;
@@ -33,6 +34,7 @@ use std::sync::{Arc, OnceLock};
 pub use algebra::{
     receiver, Composition, LinearOperatorExt, OperatorExt, OperatorSum, ScalarMultiple,
 };
+pub use batch::BatchedOperator;
 pub use opnorm::power_method_opnorm;
 pub(crate) use pair::forward_backward_pair;
 pub use product::{
@@ -92,6 +94,12 @@ pub trait Operator<T: Scalar>: Send + Sync {
     /// The default is `false`.
     fn is_linear(&self) -> bool {
         false
+    }
+
+    /// The operator's batched form, where it has one (the default: `None`): whole batches in
+    /// one pass, e.g. on a GPU for PyTorch.
+    fn batched(&self) -> Option<&dyn BatchedOperator<T>> {
+        None
     }
 
     /// A short human-readable name used in messages.

@@ -6,8 +6,50 @@
 /// both `{ inner: Arc<$inner<T>> }`: `$fwd` maps `inner.domain → inner.range` with
 /// `inner.forward`, `$bwd` the other way with `inner.backward`; each is the other's adjoint and
 /// both share `inner.norm`.
+///
+/// With a third argument `batched`, both also have a [`BatchedOperator`](crate::BatchedOperator)
+/// form from `inner.max_batch()`, `inner.forward_batch` and `inner.backward_batch`, offered by
+/// `Operator::batched` where `inner.max_batch() > 1`.
 macro_rules! forward_backward_pair {
+    ($fwd:ident, $bwd:ident, batched) => {
+        $crate::operator::forward_backward_pair!(@pair $fwd, $bwd, {
+            fn batched(&self) -> Option<&dyn $crate::BatchedOperator<T>> {
+                (self.inner.max_batch() > 1).then_some(self as &dyn $crate::BatchedOperator<T>)
+            }
+        });
+
+        impl<T: $crate::Scalar> $crate::BatchedOperator<T> for $fwd<T> {
+            fn max_batch(&self) -> usize {
+                self.inner.max_batch()
+            }
+            fn apply_batch(
+                &self,
+                x: &$crate::Element<T>,
+                out: &mut $crate::Element<T>,
+                batch: usize,
+            ) -> $crate::Result<()> {
+                self.inner.forward_batch(x, out, batch)
+            }
+        }
+
+        impl<T: $crate::Scalar> $crate::BatchedOperator<T> for $bwd<T> {
+            fn max_batch(&self) -> usize {
+                self.inner.max_batch()
+            }
+            fn apply_batch(
+                &self,
+                y: &$crate::Element<T>,
+                out: &mut $crate::Element<T>,
+                batch: usize,
+            ) -> $crate::Result<()> {
+                self.inner.backward_batch(y, out, batch)
+            }
+        }
+    };
     ($fwd:ident, $bwd:ident) => {
+        $crate::operator::forward_backward_pair!(@pair $fwd, $bwd, {});
+    };
+    (@pair $fwd:ident, $bwd:ident, { $($extra:tt)* }) => {
         impl<T: $crate::Scalar> $crate::Operator<T> for $fwd<T> {
             fn domain(&self) -> &$crate::Space<T> {
                 &self.inner.domain
@@ -25,6 +67,7 @@ macro_rules! forward_backward_pair {
             fn is_linear(&self) -> bool {
                 true
             }
+            $($extra)*
         }
 
         impl<T: $crate::Scalar> $crate::LinearOperator<T> for $fwd<T> {
@@ -57,6 +100,7 @@ macro_rules! forward_backward_pair {
             fn is_linear(&self) -> bool {
                 true
             }
+            $($extra)*
         }
 
         impl<T: $crate::Scalar> $crate::LinearOperator<T> for $bwd<T> {

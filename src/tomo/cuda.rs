@@ -69,7 +69,7 @@ unsafe impl DeviceRepr for RayParams {}
 
 /// The rays of a 2D parallel beam set up once (`joseph_setup2_f32`): `Ray2` (two words: `fb0`
 /// and the plane range) and the weight `w` per ray, `View2` (four words) per view.
-struct Gather2 {
+struct Tables2 {
     rays: CudaSlice<f32>,
     weights: CudaSlice<f32>,
     info: CudaSlice<f32>,
@@ -80,8 +80,8 @@ pub(crate) struct CudaRay {
     ctx: Arc<DeviceCtx>,
     views: CudaSlice<f64>,
     params: RayParams,
-    /// The tables of the 2D parallel-beam gather transpose (`joseph_backward2_gather_f32`).
-    gather2: Option<Gather2>,
+    /// The tables of the 2D parallel-beam tiled transpose (`joseph_backward2_tile_f32`).
+    tables2: Option<Tables2>,
 }
 
 impl Drop for CudaRay {
@@ -132,7 +132,7 @@ impl CudaRay {
             ctx,
             views,
             params,
-            gather2: None,
+            tables2: None,
         };
         let short = |n: i64| n < 32768; // plane indices packed in 16 bits
         if ray.params.ndim == 2
@@ -141,14 +141,14 @@ impl CudaRay {
             && short(ray.params.shape[0])
             && short(ray.params.shape[1])
         {
-            ray.gather2 = Some(ray.setup_gather2()?);
+            ray.tables2 = Some(ray.setup_tables2()?);
         }
         Ok(ray)
     }
 
     /// Sets every ray of a 2D parallel beam up once on the device (`joseph_setup2_f32`) for
-    /// the gather transpose.
-    fn setup_gather2(&self) -> Result<Gather2> {
+    /// the tiled transpose.
+    fn setup_tables2(&self) -> Result<Tables2> {
         let rays = self.params.nviews as usize * self.params.nu as usize;
         let mut table = self.ctx.alloc_raw::<f32>(2 * rays)?;
         let mut weights = self.ctx.alloc_raw::<f32>(rays)?;
@@ -166,11 +166,183 @@ impl CudaRay {
         // View2* info); `table` holds 2 words per ray, `weights` one and `info` 4 words per view
         // (Ray2 is two and View2 four 4-byte fields).
         unsafe { b.launch(self.ctx.launch_cfg(rays)) }.map_err(driver_err(name))?;
-        Ok(Gather2 {
+        Ok(Tables2 {
             rays: table,
             weights,
             info,
         })
+    }
+
+    /// The most entries [`Self::forward_batch`] and [`Self::transpose_batch`] take in one
+    /// launch sequence: 1 unless the geometry is a 2D parallel beam on the tiled transpose's
+    /// path (then limited by the launch grids).
+    pub(crate) fn max_batch(&self) -> usize {
+        if self.tables2.is_none() {
+            return 1;
+        }
+        let p = &self.params;
+        let n_max = p.shape[0].max(p.shape[1]).max(1) as u64;
+        let zsegs = n_max
+            .div_ceil(slab::SEGLEN as u64)
+            .div_ceil(slab::SEGS_PER_BLOCK as u64)
+            .max(1);
+        if (p.nu as u64).div_ceil(u64::from(slab::THREADS) / slab::VGROUP as u64) > 65535 {
+            return 1;
+        }
+        (65535 / zsegs).max(1) as usize
+    }
+
+    /// `sino[b] = A vol[b]` for `batch` entries stored one after the other in `vol` and `sino`,
+    /// in one launch (2D parallel beams, `batch ≤` [`Self::max_batch`]); otherwise only
+    /// `batch == 1`, as [`Self::forward`].
+    pub(crate) fn forward_batch(
+        &self,
+        vol: &DeviceTensor<f32>,
+        sino: &mut DeviceTensor<f32>,
+        batch: usize,
+    ) -> Result<()> {
+        if batch == 1 {
+            return self.forward(vol, sino);
+        }
+        self.check_batch(batch, vol.slice().len(), sino.slice().len())?;
+        if self.forward2_smem(vol.slice(), sino.slice_mut(), batch)? {
+            return Ok(());
+        }
+        Err(Error::Unsupported(format!(
+            "the CUDA ray transform cannot take a batch of {batch} in one launch here"
+        )))
+    }
+
+    /// `vol[b] = Aᵀ sino[b]` for `batch` entries stored one after the other, in one launch
+    /// sequence (2D parallel beams, `batch ≤` [`Self::max_batch`]); otherwise only
+    /// `batch == 1`, as [`Self::transpose`].
+    pub(crate) fn transpose_batch(
+        &self,
+        sino: &DeviceTensor<f32>,
+        vol: &mut DeviceTensor<f32>,
+        batch: usize,
+    ) -> Result<()> {
+        if batch == 1 {
+            return self.transpose(sino, vol);
+        }
+        self.check_batch(batch, vol.slice().len(), sino.slice().len())?;
+        let g = self.tables2.as_ref().ok_or_else(|| {
+            Error::Unsupported(format!(
+                "the CUDA ray transform cannot take a batch of {batch} in one launch here"
+            ))
+        })?;
+        self.transpose2_tiles(sino.slice(), vol.slice_mut(), g, batch)
+    }
+
+    /// Errors unless `batch` entries fit one launch and the buffers hold `batch` volumes and
+    /// sinograms of this geometry.
+    fn check_batch(&self, batch: usize, vol_len: usize, sino_len: usize) -> Result<()> {
+        let p = &self.params;
+        let vol = (p.shape[0] * p.shape[1] * p.shape[2].max(1)) as usize;
+        let sino = self.rays();
+        if batch == 0 || batch > self.max_batch() {
+            return Err(Error::invalid(format!(
+                "a batch of {batch} for the CUDA ray transform (1 to {} in one launch)",
+                self.max_batch()
+            )));
+        }
+        if vol_len != batch * vol || sino_len != batch * sino {
+            return Err(Error::invalid(format!(
+                "the CUDA ray transform's batch buffers hold {vol_len} and {sino_len} values, \
+                 not {batch} × {vol} and {batch} × {sino}"
+            )));
+        }
+        Ok(())
+    }
+
+    /// The 2D parallel-beam transpose of `batch` sinograms: `c = w · y` per ray
+    /// (`joseph_weigh2_f32`, the scattering transpose's product), then the tiles.
+    fn transpose2_tiles(
+        &self,
+        sino: &CudaSlice<f32>,
+        vol: &mut CudaSlice<f32>,
+        g: &Tables2,
+        batch: usize,
+    ) -> Result<()> {
+        let rays = self.params.nviews as usize * self.params.nu as usize;
+        let total = rays * batch;
+        let (Ok(n), Ok(per)) = (u32::try_from(total), u32::try_from(rays)) else {
+            return Err(Error::Unsupported(format!(
+                "a batch of {batch} sinograms of {rays} rays exceeds the 2D transpose's range"
+            )));
+        };
+        let mut cw = self.ctx.alloc_raw::<f32>(total)?;
+        let weigh = "joseph_weigh2_f32";
+        let fw = self.ctx.function(&RAY, weigh)?;
+        {
+            let stream = self.ctx.stream();
+            let mut b = stream.launch_builder(&fw);
+            b.arg(sino).arg(&g.weights).arg(&mut cw).arg(&n).arg(&per);
+            // SAFETY: the signature is (const float* sino, const float* weights, float* c,
+            // unsigned n, unsigned rays); `sino` and `cw` hold n = batch × rays values (< 2³²,
+            // checked), `weights` one per ray.
+            unsafe { b.launch(self.ctx.launch_cfg(total)) }.map_err(driver_err(weigh))?;
+        }
+        self.launch_tile2(&cw, vol, g, batch)
+    }
+
+    /// Launches `joseph_backward2_tile_f32` over `batch` entries: `cw` holds `batch` rows of
+    /// `w · y` (one value per ray each), `vol` `batch` volumes. Blocks of 256 threads own tiles
+    /// of 16 × 16 pixels; where the tiles of the batch would not fill the GPU twice over, the
+    /// views are split over `split` blocks per tile whose sums are added into the zeroed volume.
+    fn launch_tile2(
+        &self,
+        cw: &CudaSlice<f32>,
+        vol: &mut CudaSlice<f32>,
+        g: &Tables2,
+        batch: usize,
+    ) -> Result<()> {
+        const TILE: u64 = 16;
+        const THREADS: u32 = 256;
+        let name = "joseph_backward2_tile_f32";
+        let f = self.ctx.function(&RAY, name)?;
+        let (n0, n1) = (self.params.shape[0] as u64, self.params.shape[1] as u64);
+        let tiles = n0.div_ceil(TILE) * n1.div_ceil(TILE);
+        let blocks = tiles * batch as u64;
+        // Two waves of 8 blocks of 256 threads per multiprocessor, views split at most 16 ways
+        // and into shares of at least 8 views.
+        let want = 2 * 8 * u64::from(self.ctx.sm_count());
+        let max_split = (self.params.nviews as u64 / 8).clamp(1, 16);
+        let split = want.div_ceil(blocks.max(1)).clamp(1, max_split);
+        let (Ok(gx), Ok(gz)) = (u32::try_from(tiles), u16::try_from(batch)) else {
+            return Err(Error::Unsupported(format!(
+                "{name}: {tiles} tiles × a batch of {batch} exceed the launch grid"
+            )));
+        };
+        if gx == 0 || gz == 0 {
+            return Ok(());
+        }
+        let stream = self.ctx.stream();
+        if split > 1 {
+            stream
+                .memset_zeros(vol)
+                .map_err(driver_err("clearing the volume"))?;
+        }
+        let split_arg = split as i32;
+        let cfg = LaunchConfig {
+            grid_dim: (gx, split as u32, u32::from(gz)),
+            block_dim: (THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut b = stream.launch_builder(&f);
+        b.arg(cw)
+            .arg(vol)
+            .arg(&g.rays)
+            .arg(&g.info)
+            .arg(&self.params)
+            .arg(&split_arg);
+        // SAFETY: the signature is (const float* cw, float* vol, const Ray2*, const View2*,
+        // RayParams, int split); `cw` holds `batch` rows of one value per ray of this geometry
+        // and `vol` `batch` volumes (checked by the callers), the tables were built for it by
+        // `setup_tables2`; 32-bit pixel indices (fits_i32) and planes below 32768; blocks of 256
+        // threads (the launch bounds), one per tile of 16 × 16 pixels, view share and entry.
+        unsafe { b.launch(cfg) }.map_err(driver_err(name))?;
+        Ok(())
     }
 
     /// The device ordinal.
@@ -265,8 +437,17 @@ impl CudaRay {
     /// a grid of (views / 8, detector cells / 32, segment pairs) blocks, zeroing `sino` first
     /// when more than one block adds into a ray. Returns `false` (launching nothing) when the
     /// grid or the shared memory does not fit the device.
-    fn forward2_smem(&self, vol: &CudaSlice<f32>, sino: &mut CudaSlice<f32>) -> Result<bool> {
-        let name = "joseph_forward2_smem_f32";
+    fn forward2_smem(
+        &self,
+        vol: &CudaSlice<f32>,
+        sino: &mut CudaSlice<f32>,
+        batch: usize,
+    ) -> Result<bool> {
+        let name = if batch == 1 {
+            "joseph_forward2_smem_f32"
+        } else {
+            "joseph_forward2_smem_batch_f32"
+        };
         let f = self.ctx.function(&RAY, name)?;
         // The dynamic shared memory a launch may take without opting in (48 KB less the static
         // part on current GPUs); the slab stays below it.
@@ -286,18 +467,19 @@ impl CudaRay {
             (p.nu as u64).div_ceil(rays_per_block),
             segments.div_ceil(slab::SEGS_PER_BLOCK as u64),
         );
-        let (Ok(gx), Ok(gy), Ok(gz)) = (
+        let (Ok(gx), Ok(gy), Ok(gz), Ok(zsegs)) = (
             u32::try_from(grid.0),
             u16::try_from(grid.1),
-            u16::try_from(grid.2),
+            u16::try_from(grid.2 * batch as u64),
+            i32::try_from(grid.2),
         ) else {
             return Ok(false);
         };
-        if gx == 0 || gy == 0 {
+        if gx == 0 || gy == 0 || gz == 0 {
             return Ok(true); // no rays: nothing to compute
         }
         let stream = self.ctx.stream();
-        if gz > 1 {
+        if zsegs > 1 {
             stream
                 .memset_zeros(sino)
                 .map_err(driver_err("clearing the sinogram"))?;
@@ -313,14 +495,18 @@ impl CudaRay {
             .arg(&slab::VGROUP)
             .arg(&slab::WCAP)
             .arg(&slab::SEGS_PER_BLOCK);
+        if batch > 1 {
+            b.arg(&zsegs);
+        }
         let cfg = LaunchConfig {
             grid_dim: (gx, u32::from(gy), u32::from(gz)),
             block_dim: (slab::THREADS, 1, 1),
             shared_mem_bytes: slab::SHARED_BYTES,
         };
         // SAFETY: the signature is (const float*, float*, const double*, RayParams, int count,
-        // int seglen, int vgroup, int wcap, int segs_per_block); the buffers hold the volume and
-        // the data of this geometry (checked by the caller); the block has THREADS = 256
+        // int seglen, int vgroup, int wcap, int segs_per_block), with `int zsegs` after them for
+        // the batch kernel; the buffers hold `batch` volumes and data of this geometry (checked
+        // by the callers), grid z is `zsegs` blocks per entry; the block has THREADS = 256
         // threads (the launch bounds, a multiple of 32 and of VGROUP) and the dynamic shared
         // memory the kernel indexes, (SEGLEN * (WCAP + 4) + SEGLEN) floats, within the
         // function's limit (checked above).
@@ -356,7 +542,7 @@ impl CudaRay {
         let rays = self.rays();
         match (self.params.ndim, self.fits_i32()) {
             (2, true) => {
-                if self.forward2_smem(vol, sino)? {
+                if self.forward2_smem(vol, sino, 1)? {
                     return Ok(());
                 }
                 self.launch("joseph_forward2_seg4_f32", 4 * rays, vol, sino, None)
@@ -376,16 +562,18 @@ impl CudaRay {
     }
 
     /// `vol = Aᵀ sino` on the device (unscaled transpose): the forward's taps scattered with
-    /// atomic adds into the zeroed volume, or gathered per pixel.
+    /// atomic adds into the zeroed volume, or added per tile of pixels.
     ///
     /// Kernels (`kernels/ray_joseph.cu`):
-    /// - 2D parallel beams, 32-bit indices: `joseph_backward2_gather_f32`, blocks of up to 16
-    ///   warps over 32 pixels (each warp a share of the views, the warps' sums added in order
-    ///   through shared memory) adding up the few rays whose
-    ///   taps include the pixel (their set-up tabled once at construction by
-    ///   `joseph_setup2_f32`), with the forward's taps and weights: no atomics, no zeroing. On
-    ///   an H200, parallel2d_512 took 1.17 ms with one thread per pixel and 1.35 ms with the
-    ///   rays staged in shared memory per 16 × 16 tile (1.69 ms for the scattering kernel).
+    /// - 2D parallel beams, 32-bit indices: `joseph_weigh2_f32` forms `c = w · y` per ray, then
+    ///   `joseph_backward2_tile_f32`: blocks of 256 threads own tiles of 16 × 16 pixels in
+    ///   shared memory; each warp takes a share of the views, its lanes the rays that can reach
+    ///   the tile (their set-up tabled once at construction by `joseph_setup2_f32`), and each
+    ///   ray adds its products `c · weight` with the forward's taps and weights into the tile
+    ///   over just the planes where it crosses it (shared-memory atomics); the tile is then
+    ///   stored, or added into the zeroed volume where the views of a tile are split over
+    ///   blocks to fill the GPU. On an H200, parallel2d_512 took 0.59 ms (1.03 ms for the
+    ///   per-pixel gather over the same tables, 1.69 ms for the scattering kernel).
     /// - 3D, 32-bit voxel indices: `joseph_backward3_profile_f32`, one thread per (segment of
     ///   [`SEGMENT_PLANES`] planes, ray), in the order of the forward's kernel (the writes of
     ///   the threads in flight land in a slab of one band of the volume, which L2 holds). A warp holds 32 rows of one detector column; where they share their
@@ -400,49 +588,8 @@ impl CudaRay {
         vol: &mut DeviceTensor<f32>,
     ) -> Result<()> {
         let (sino, vol) = (sino.slice(), vol.slice_mut());
-        if let Some(g) = &self.gather2 {
-            // c = w * y per ray first (the scattering transpose's product), then the gather.
-            let rays = self.params.nviews as usize * self.params.nu as usize;
-            let mut cw = self.ctx.alloc_raw::<f32>(rays)?;
-            let weigh = "joseph_weigh2_f32";
-            let fw = self.ctx.function(&RAY, weigh)?;
-            let n = rays as u32;
-            {
-                let stream = self.ctx.stream();
-                let mut b = stream.launch_builder(&fw);
-                b.arg(sino).arg(&g.weights).arg(&mut cw).arg(&n);
-                // SAFETY: the signature is (const float* sino, const float* weights, float* c,
-                // unsigned n); the three buffers hold one value per ray (n rays < 2³¹:
-                // fits_i32).
-                unsafe { b.launch(self.ctx.launch_cfg(rays)) }.map_err(driver_err(weigh))?;
-            }
-            let name = "joseph_backward2_gather_f32";
-            let f = self.ctx.function(&RAY, name)?;
-            let pixels = (self.params.shape[0] * self.params.shape[1]) as usize;
-            // Warps per block of 32 pixels (each a share of the views): enough threads for two
-            // full waves of the GPU (2048 per multiprocessor), at most 16.
-            let want = 2 * 2048 * self.ctx.sm_count() as u64;
-            let pixel_blocks = (pixels as u64).div_ceil(32).max(1);
-            let groups = (want.div_ceil(32 * pixel_blocks)).clamp(1, 16) as u32;
-            let cfg = LaunchConfig {
-                grid_dim: (pixel_blocks.min(i32::MAX as u64) as u32, 1, 1),
-                block_dim: (32 * groups, 1, 1),
-                shared_mem_bytes: 0,
-            };
-            let stream = self.ctx.stream();
-            let mut b = stream.launch_builder(&f);
-            b.arg(&cw)
-                .arg(vol)
-                .arg(&g.rays)
-                .arg(&g.info)
-                .arg(&self.params);
-            // SAFETY: the signature is (const float* cw, float* vol, const Ray2*, const View2*,
-            // RayParams); `cw` holds one value per ray of this geometry, `vol` its volume
-            // (checked by the caller), the tables were built for it by `setup_gather2`; 32-bit
-            // pixel indices (fits_i32); blocks of 32 × groups ≤ 512 threads (the kernel's
-            // shared memory holds 16 warps' sums), a grid-stride loop over blocks of 32 pixels.
-            unsafe { b.launch(cfg) }.map_err(driver_err(name))?;
-            return Ok(());
+        if let Some(g) = &self.tables2 {
+            return self.transpose2_tiles(sino, vol, g, 1);
         }
         self.ctx
             .stream()

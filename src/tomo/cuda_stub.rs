@@ -24,20 +24,27 @@ impl CudaRay {
         match self.0 {}
     }
 
-    /// `sino = A vol` on the device.
-    pub(crate) fn forward(
+    /// The most entries of a batch in one launch sequence.
+    pub(crate) fn max_batch(&self) -> usize {
+        match self.0 {}
+    }
+
+    /// `sino[b] = A vol[b]` on the device for a batch.
+    pub(crate) fn forward_batch(
         &self,
         _vol: &DeviceTensor<f32>,
         _sino: &mut DeviceTensor<f32>,
+        _batch: usize,
     ) -> Result<()> {
         match self.0 {}
     }
 
-    /// `vol = Aᵀ sino` on the device.
-    pub(crate) fn transpose(
+    /// `vol[b] = Aᵀ sino[b]` on the device for a batch.
+    pub(crate) fn transpose_batch(
         &self,
         _sino: &DeviceTensor<f32>,
         _vol: &mut DeviceTensor<f32>,
+        _batch: usize,
     ) -> Result<()> {
         match self.0 {}
     }

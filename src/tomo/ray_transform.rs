@@ -105,6 +105,43 @@ impl<T: Scalar> Inner<T> {
         self.projector.transpose(sino, vol)?;
         self.domain.scale(T::of(self.adjoint_scale), out)
     }
+
+    /// The most entries of a batch in one pass (the projector's).
+    fn max_batch(&self) -> usize {
+        self.projector.max_batch()
+    }
+
+    /// Checks a batch's tensors: `batch` entries of `inner` in `outer` (shape `[batch, …]`).
+    fn check_batch(what: &str, e: &Element<T>, inner: &Space<T>, batch: usize) -> Result<()> {
+        let mut want = vec![batch];
+        want.extend_from_slice(inner.shape()?);
+        let got = e.shape()?;
+        if got == want.as_slice() {
+            return Ok(());
+        }
+        Err(Error::Shape {
+            context: format!("{what}: a batch of {batch}"),
+            expected: want,
+            got: got.to_vec(),
+        })
+    }
+
+    fn forward_batch(&self, x: &Element<T>, out: &mut Element<T>, batch: usize) -> Result<()> {
+        Self::check_batch("RayTransform: volumes", x, &self.domain, batch)?;
+        Self::check_batch("RayTransform: sinograms", out, &self.range, batch)?;
+        let vol = x.storage("RayTransform: volumes")?;
+        let sino = out.storage_mut("RayTransform: sinograms")?;
+        self.projector.forward_batch(vol, sino, batch)
+    }
+
+    fn backward_batch(&self, y: &Element<T>, out: &mut Element<T>, batch: usize) -> Result<()> {
+        Self::check_batch("RayTransform adjoint: sinograms", y, &self.range, batch)?;
+        Self::check_batch("RayTransform adjoint: volumes", out, &self.domain, batch)?;
+        let sino = y.storage("RayTransform adjoint: sinograms")?;
+        let vol = out.storage_mut("RayTransform adjoint: volumes")?;
+        self.projector.transpose_batch(sino, vol, batch)?;
+        vol.scale_inplace(T::of(self.adjoint_scale))
+    }
 }
 
-crate::operator::forward_backward_pair!(RayTransform, RayBackProjection);
+crate::operator::forward_backward_pair!(RayTransform, RayBackProjection, batched);

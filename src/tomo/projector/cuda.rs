@@ -33,7 +33,13 @@ impl CudaProjector {
         })
     }
 
-    fn run<T: Scalar>(&self, x: &Storage<T>, out: &mut Storage<T>, transpose: bool) -> Result<()> {
+    fn run<T: Scalar>(
+        &self,
+        x: &Storage<T>,
+        out: &mut Storage<T>,
+        transpose: bool,
+        batch: usize,
+    ) -> Result<()> {
         let what = if transpose {
             "RayTransform adjoint (CUDA)"
         } else {
@@ -43,9 +49,9 @@ impl CudaProjector {
             let a = T::as_f32::<DeviceTensorOf>(a).ok_or_else(not_f32::<T>)?;
             let b = T::as_f32_mut::<DeviceTensorOf>(b).ok_or_else(not_f32::<T>)?;
             if transpose {
-                self.ray.transpose(a, b)
+                self.ray.transpose_batch(a, b, batch)
             } else {
-                self.ray.forward(a, b)
+                self.ray.forward_batch(a, b, batch)
             }
         })
     }
@@ -53,10 +59,22 @@ impl CudaProjector {
 
 impl<T: Scalar> Projector<T> for CudaProjector {
     fn forward(&self, vol: &Storage<T>, sino: &mut Storage<T>) -> Result<()> {
-        self.run(vol, sino, false)
+        self.run(vol, sino, false, 1)
     }
 
     fn transpose(&self, sino: &Storage<T>, vol: &mut Storage<T>) -> Result<()> {
-        self.run(sino, vol, true)
+        self.run(sino, vol, true, 1)
+    }
+
+    fn max_batch(&self) -> usize {
+        self.ray.max_batch()
+    }
+
+    fn forward_batch(&self, vol: &Storage<T>, sino: &mut Storage<T>, batch: usize) -> Result<()> {
+        self.run(vol, sino, false, batch)
+    }
+
+    fn transpose_batch(&self, sino: &Storage<T>, vol: &mut Storage<T>, batch: usize) -> Result<()> {
+        self.run(sino, vol, true, batch)
     }
 }

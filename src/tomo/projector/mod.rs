@@ -20,6 +20,30 @@ pub(crate) trait Projector<T: Scalar>: Send + Sync {
     fn forward(&self, vol: &Storage<T>, sino: &mut Storage<T>) -> Result<()>;
     /// `vol = Aᵀ sino`, the exact transpose of [`Projector::forward`] (unweighted).
     fn transpose(&self, sino: &Storage<T>, vol: &mut Storage<T>) -> Result<()>;
+    /// The most entries [`Projector::forward_batch`] and [`Projector::transpose_batch`] take in
+    /// one pass (1: no batched form, the default).
+    fn max_batch(&self) -> usize {
+        1
+    }
+    /// [`Projector::forward`] of `batch` volumes stored one after the other in `vol` (shape
+    /// `[batch, …]`), into as many sinograms in `sino`.
+    fn forward_batch(&self, vol: &Storage<T>, sino: &mut Storage<T>, batch: usize) -> Result<()> {
+        if batch == 1 {
+            return self.forward(vol, sino);
+        }
+        Err(crate::Error::Unsupported(format!(
+            "this projector has no batched form (a batch of {batch})"
+        )))
+    }
+    /// [`Projector::transpose`] of `batch` sinograms stored one after the other.
+    fn transpose_batch(&self, sino: &Storage<T>, vol: &mut Storage<T>, batch: usize) -> Result<()> {
+        if batch == 1 {
+            return self.transpose(sino, vol);
+        }
+        Err(crate::Error::Unsupported(format!(
+            "this projector has no batched form (a batch of {batch})"
+        )))
+    }
 }
 
 /// The projector for `backend` on a domain living on `domain`.

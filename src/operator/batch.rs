@@ -1,0 +1,21 @@
+//! Batched forms of operators: one pass over a whole batch of inputs.
+
+use crate::{Element, Result, Scalar};
+
+/// An operator's batched form: `out[b] = op(x[b])` for every entry `b` of a batch, computed in
+/// one pass (on a GPU, one sequence of launches with a batch axis in the kernels instead of one
+/// per entry). An operator offers it through [`Operator::batched`](crate::Operator::batched);
+/// [`interop::apply_to_cuda_memory`](crate::interop::apply_to_cuda_memory) uses it, and applies
+/// the operator entry by entry where there is none.
+///
+/// The CUDA ray transform of a 2D parallel beam and its adjoint have one.
+pub trait BatchedOperator<T: Scalar>: Send + Sync {
+    /// The most entries one call of [`BatchedOperator::apply_batch`] takes (at least 1).
+    fn max_batch(&self) -> usize;
+
+    /// Computes `out[b] = op(x[b])` for `batch` entries: `x` is a tensor of shape
+    /// `[batch, …domain shape]` and `out` one of shape `[batch, …range shape]`, both on the
+    /// operator's device. Errors for a batch of 0 or above [`BatchedOperator::max_batch`] and
+    /// for tensors of other shapes or devices; `out` is then unspecified.
+    fn apply_batch(&self, x: &Element<T>, out: &mut Element<T>, batch: usize) -> Result<()>;
+}
