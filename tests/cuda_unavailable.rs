@@ -74,7 +74,9 @@ fn fbp_filter_on_an_unavailable_gpu_is_a_clean_error() {
         Err(Error::CudaUnavailable(m)) => assert!(!m.is_empty()),
         Err(e) => panic!("expected Error::CudaUnavailable, got {e:?}"),
         Ok(f) => {
-            assert!(cfg!(feature = "cuda"));
+            if !cfg!(feature = "cuda") {
+                panic!("a GPU FBP filter without the `cuda` feature");
+            }
             assert!(f.gpu_method().is_some());
         }
     }
