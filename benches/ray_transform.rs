@@ -9,13 +9,13 @@
 //!
 //! Filter with e.g. `cargo bench --bench ray_transform -- cpu/parallel2d`.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 mod common;
 
 use common::{cone, parallel2d_512};
 use criterion::{criterion_group, criterion_main, Criterion};
-use rodl::tomo::{fbp_filter_op, fbp_op, Backend, FbpOptions, Geometry, RayTransform};
+use rodl::tomo::{Backend, Geometry, RayTransform};
 use rodl::{LinearOperator, Operator, Space};
 
 fn bench_case(
@@ -72,6 +72,8 @@ fn cpu(c: &mut Criterion) {
 /// alone, under `prefix/name`.
 #[cfg(feature = "cuda")]
 fn bench_fbp(c: &mut Criterion, prefix: &str, name: &str, space: Space<f32>, g: Geometry) {
+    use rodl::tomo::{fbp_filter_op, fbp_op, FbpOptions};
+    use std::time::Instant;
     let device = rodl::Device::Cuda(0);
     let space = space.with_device(device).expect("CUDA device");
     let ray = RayTransform::new(space.clone(), g, Backend::cuda(0)).expect("ray transform");

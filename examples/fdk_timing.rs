@@ -46,7 +46,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     lap("host data");
     gpu.check_available()?;
     lap("device context");
-    let ray = RayTransform::new(host_volume.with_device(gpu)?, geometry.clone(), Backend::cuda(0))?;
+    let ray = RayTransform::new(
+        host_volume.with_device(gpu)?,
+        geometry.clone(),
+        Backend::cuda(0),
+    )?;
     lap("ray transform");
     let options = FbpOptions::default();
     let fdk = fbp_op(&ray, &options)?;
@@ -63,7 +67,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     lap("another FBP filter");
     let method = FbpFilter::new(ray.range().clone(), &geometry, &options)?.gpu_method();
     println!("filter method                {method:?}");
-    println!("process                      {:.3} s", start.elapsed().as_secs_f64());
+    println!(
+        "process                      {:.3} s",
+        start.elapsed().as_secs_f64()
+    );
     println!("sum of the volume            {:.6e}", xh.sum()?);
     drop(filter);
     Ok(())

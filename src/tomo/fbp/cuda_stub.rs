@@ -16,6 +16,7 @@ pub(crate) struct GpuFilter(Infallible);
 
 impl GpuFilter {
     /// Always an error without the `cuda` feature.
+    #[allow(clippy::extra_unused_type_parameters)]
     pub(crate) fn new<T: Scalar>(
         _id: usize,
         _row: &RowFilter,

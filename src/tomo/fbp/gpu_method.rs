@@ -12,6 +12,9 @@
 //! This module holds the logic (compiled in every build, tested without a GPU); the library
 //! probe itself lives with the CUDA filter.
 
+// Without the `cuda` feature only the tests use the choice (the stub filter never chooses).
+#![cfg_attr(not(feature = "cuda"), allow(dead_code))]
+
 use std::ffi::OsStr;
 use std::fmt;
 use std::path::PathBuf;
@@ -21,7 +24,19 @@ use crate::{Error, Result};
 /// The environment variable that selects the GPU filter's method (see [`GpuFilterMethod`]).
 pub const CUFFT_ENV: &str = "RODL_CUFFT";
 
-/// How an [`FbpFilter`](super::FbpFilter) on a GPU space filters: fixed at construction.
+/// How an [`FbpFilter`](super::FbpFilter) on a GPU space filters: fixed at construction
+/// ([`FbpFilter::gpu_method`](super::FbpFilter::gpu_method)).
+///
+/// The environment variable [`CUFFT_ENV`] (`RODL_CUFFT`) chooses, once per process:
+///
+/// | value | method |
+/// |---|---|
+/// | unset or empty | cuFFT if `libcufft` loads under its standard names (`libcufft.so`, `libcufft.so.12` of CUDA 13, `libcufft.so.11` of CUDA 12, …) from the loader's search path (`ldconfig`, `LD_LIBRARY_PATH`), otherwise the direct convolution |
+/// | `off`, `0`, `no`, `false`, `direct` | the direct convolution |
+/// | a file's path | that cuFFT library; [`Error::CudaUnavailable`](crate::Error::CudaUnavailable) at construction when it cannot be loaded or lacks a function rodl calls |
+///
+/// A missing or unusable cuFFT is never a panic: the library is opened and its functions are
+/// looked up before any is called.
 ///
 /// ```
 /// use rodl::tomo::GpuFilterMethod;
