@@ -56,28 +56,3 @@ fn transfers_to_an_unavailable_device_fail_cleanly() {
         assert!(matches!(r, Err(Error::CudaUnavailable(_))));
     }
 }
-
-/// The FBP filter for data on a GPU: with no GPU (or no `cuda` feature) a clean error at
-/// construction, whatever `RODL_CUFFT` says; with one, the filter reports its method.
-#[test]
-fn fbp_filter_on_an_unavailable_gpu_is_a_clean_error() {
-    use rodl::tomo::{parallel_beam_geometry, FbpFilter, FbpOptions};
-    let space = rodl::uniform_discr::<f32>(&[-1.0, -1.0], &[1.0, 1.0], &[8, 8]).unwrap();
-    let g = parallel_beam_geometry(&space, Some(6)).unwrap();
-    let data = Space::<f32>::from_partition(g.data_partition().clone());
-    let r = catch_unwind(|| {
-        let gpu = data.with_device(Device::Cuda(0))?;
-        FbpFilter::new(gpu, &g, &FbpOptions::default())
-    })
-    .expect("building a GPU FBP filter panicked");
-    match r {
-        Err(Error::CudaUnavailable(m)) => assert!(!m.is_empty()),
-        Err(e) => panic!("expected Error::CudaUnavailable, got {e:?}"),
-        Ok(f) => {
-            if !cfg!(feature = "cuda") {
-                panic!("a GPU FBP filter without the `cuda` feature");
-            }
-            assert!(f.gpu_method().is_some());
-        }
-    }
-}
