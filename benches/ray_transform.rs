@@ -2,6 +2,11 @@
 //! `cpu/parallel2d_512/{forward,adjoint}`, `cpu/cone_256/{forward,adjoint}` and, with the `cuda`
 //! feature on a GPU machine, `cuda/...`.
 //!
+//! FBP/FDK on the GPU, each next to the back-projection alone and the filter alone in the same
+//! run: `cuda/fdk_512` (FDK on cone_512, device-resident), `cuda/fdk_512/host_data` (host data
+//! in, host volume out: the copies included), `cuda/fdk_512/backprojection`,
+//! `cuda/fdk_512/filter`, and likewise `cuda/fbp_parallel2d_512{,/backprojection,/filter}`.
+//!
 //! Filter with e.g. `cargo bench --bench ray_transform -- cpu/parallel2d`.
 
 use std::time::Duration;
@@ -62,6 +67,60 @@ fn cpu(c: &mut Criterion) {
     bench_case(c, "cpu", "cone_256", s, g, Backend::default());
 }
 
+/// FBP (FDK for cone beams) with device-resident data and volume on GPU 0, the same with host
+/// data (copies in and out timed by the wall clock), the back-projection alone and the filter
+/// alone, under `prefix/name`.
+#[cfg(feature = "cuda")]
+fn bench_fbp(c: &mut Criterion, prefix: &str, name: &str, space: Space<f32>, g: Geometry) {
+    use rodl::tomo::{fbp_filter_op, fbp_op, FbpOptions};
+    use std::time::Instant;
+    let device = rodl::Device::Cuda(0);
+    let space = space.with_device(device).expect("CUDA device");
+    let ray = RayTransform::new(space.clone(), g, Backend::cuda(0)).expect("ray transform");
+    let options = FbpOptions::default();
+    let fbp = fbp_op(&ray, &options).expect("FBP");
+    let filter = fbp_filter_op(&ray, &options).expect("FBP filter");
+    let adj = ray.adjoint().unwrap();
+    let mut rng = rand::thread_rng();
+    let y = ray.range().random_normal(&mut rng).unwrap();
+    let y_host = y.to_host().unwrap();
+    let mut vol = space.zero().unwrap();
+    let mut filtered = ray.range().zero().unwrap();
+    let mut group = c.benchmark_group(prefix);
+    group.bench_function(name.to_string(), |b| {
+        b.iter_custom(|iters| {
+            device
+                .time(|| (0..iters).try_for_each(|_| fbp.apply_into(&y, &mut vol)))
+                .unwrap()
+        })
+    });
+    group.bench_function(format!("{name}/host_data"), |b| {
+        b.iter_custom(|iters| {
+            let t = Instant::now();
+            for _ in 0..iters {
+                let rec = fbp.apply(&y_host.to_device(device).unwrap()).unwrap();
+                std::hint::black_box(rec.to_host().unwrap());
+            }
+            t.elapsed()
+        })
+    });
+    group.bench_function(format!("{name}/backprojection"), |b| {
+        b.iter_custom(|iters| {
+            device
+                .time(|| (0..iters).try_for_each(|_| adj.apply_into(&y, &mut vol)))
+                .unwrap()
+        })
+    });
+    group.bench_function(format!("{name}/filter"), |b| {
+        b.iter_custom(|iters| {
+            device
+                .time(|| (0..iters).try_for_each(|_| filter.apply_into(&y, &mut filtered)))
+                .unwrap()
+        })
+    });
+    group.finish();
+}
+
 #[cfg(feature = "cuda")]
 fn cuda(c: &mut Criterion) {
     let (s, g) = parallel2d_512();
@@ -70,6 +129,10 @@ fn cuda(c: &mut Criterion) {
     bench_case(c, "cuda", "cone_256", s, g, Backend::cuda(0));
     let (s, g) = cone(512, 512);
     bench_case(c, "cuda", "cone_512", s, g, Backend::cuda(0));
+    let (s, g) = parallel2d_512();
+    bench_fbp(c, "cuda", "fbp_parallel2d_512", s, g);
+    let (s, g) = cone(512, 512);
+    bench_fbp(c, "cuda", "fdk_512", s, g);
 }
 
 #[cfg(not(feature = "cuda"))]

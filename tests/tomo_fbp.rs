@@ -602,3 +602,32 @@ fn filter_frequency_responses_match_their_formulas() {
         }
     }
 }
+
+/// The FBP filter for data on a GPU: with no GPU (or no `cuda` feature) a clean
+/// `Error::CudaUnavailable` at construction, never a panic, whatever `RODL_CUFFT` says; where a
+/// GPU can be used, the filter reports its method (cuFFT or the direct convolution). Host
+/// filters have no GPU method.
+#[test]
+fn gpu_fbp_filter_without_a_gpu_is_a_clean_error() {
+    use std::panic::catch_unwind;
+    let space = uniform_discr::<f32>(&[-1.0, -1.0], &[1.0, 1.0], &[8, 8]).unwrap();
+    let g = parallel_beam_geometry(&space, Some(6)).unwrap();
+    let data = Space::<f32>::from_partition(g.data_partition().clone());
+    let host = FbpFilter::new(data.clone(), &g, &FbpOptions::default()).unwrap();
+    assert_eq!(host.gpu_method(), None);
+    let r = catch_unwind(|| {
+        let gpu = data.with_device(rodl::Device::Cuda(0))?;
+        FbpFilter::new(gpu, &g, &FbpOptions::default())
+    })
+    .expect("building a GPU FBP filter panicked");
+    match r {
+        Err(Error::CudaUnavailable(m)) => assert!(!m.is_empty()),
+        Err(e) => panic!("expected Error::CudaUnavailable, got {e:?}"),
+        Ok(f) => {
+            if !cfg!(feature = "cuda") {
+                panic!("a GPU FBP filter without the `cuda` feature");
+            }
+            assert!(f.gpu_method().is_some());
+        }
+    }
+}

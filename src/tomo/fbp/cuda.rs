@@ -1,18 +1,23 @@
-//! The FBP filter on a CUDA GPU (crate feature `cuda`): a direct convolution with the taps of the
-//! host's FFT filter (`kernels/fbp_filter.cu`), so device data never leave the device.
+//! The FBP filter on a CUDA GPU (crate feature `cuda`), so device data never leave the device:
+//! through cuFFT when it can be loaded ([`super::cufft`]: batched real FFTs, `O(nu log nu)` per
+//! detector row), otherwise by a direct convolution with the taps of the host's FFT filter
+//! (`kernels/fbp_filter.cu`). The method is chosen once, at construction
+//! ([`super::gpu_method`], `RODL_CUFFT`).
 //!
-//! The convolution is a Toeplitz matrix–vector product per detector row (`O(nu²)` per row
-//! instead of the host's `O(nu log nu)`), tiled through shared memory; for the detector sizes
-//! of tomography this costs about as much as one back-projection or less.
+//! The direct convolution is a Toeplitz matrix–vector product per detector row (`O(nu²)` per
+//! row), tiled through shared memory: correct everywhere, but for large detectors several times
+//! the cost of a back-projection.
 
 use std::sync::Arc;
 
 use cudarc::driver::{CudaSlice, DeviceRepr, LaunchConfig, PushKernelArg};
 
+use super::cufft::{self, FftFilter};
 use super::filter::RowFilter;
+use super::gpu_method::GpuFilterMethod;
 use super::setup::Setup;
 use super::weights::Weights;
-use crate::backend::cuda::{device_ctx, driver_err, DeviceCtx, DeviceTensor, KernelSource};
+use crate::backend::cuda::{device_ctx, driver_err, DeviceCtx, DeviceTensor, Dtype, KernelSource};
 use crate::{Error, Result, Scalar};
 
 const FBP: KernelSource = KernelSource {
@@ -38,15 +43,23 @@ struct FbpParams {
 // SAFETY: plain-old-data with the C layout the kernels expect.
 unsafe impl DeviceRepr for FbpParams {}
 
-/// The filter's taps and weights on one GPU.
+/// How the ramp convolution runs.
+enum Method {
+    /// cuFFT: plans, scratch and the frequency response.
+    Fft(FftFilter),
+    /// The direct convolution with the taps `t_d`, `d = −(nu−1) ..= nu−1`.
+    Direct(CudaSlice<f64>),
+}
+
+/// The filter's weights and its convolution on one GPU.
 pub(crate) struct GpuFilter {
     ctx: Arc<DeviceCtx>,
-    taps: CudaSlice<f64>,
     /// `[before, after]` per-pixel weights (`nu · nv`, ones when absent).
     uv: [CudaSlice<f64>; 2],
     /// `[before, after]` per-view-and-column weights (`views · nu`, ones when absent).
     au: [CudaSlice<f64>; 2],
     params: FbpParams,
+    method: Method,
 }
 
 impl Drop for GpuFilter {
@@ -57,8 +70,10 @@ impl Drop for GpuFilter {
 }
 
 impl GpuFilter {
-    /// Uploads the taps of `row` and the weights to GPU `id` and compiles the kernels.
-    pub(crate) fn new(
+    /// Uploads the weights to GPU `id` and sets up the convolution for data of `T`: cuFFT plans,
+    /// scratch and the frequency response of `row`, or the taps of `row` where cuFFT is not used
+    /// ([`cufft::method`]); compiles the kernels.
+    pub(crate) fn new<T: Scalar>(
         id: usize,
         row: &RowFilter,
         setup: &Setup,
@@ -74,9 +89,6 @@ impl GpuFilter {
             nu: i32::try_from(nu).map_err(|_| too_big("the detector width"))?,
             nv: i32::try_from(nv).map_err(|_| too_big("the detector height"))?,
         };
-        if nu.div_ceil(TILE as usize) > 65535 {
-            return Err(too_big("the detector width"));
-        }
         let stream = ctx.stream();
         let upload = |v: &[f64]| -> Result<CudaSlice<f64>> {
             stream
@@ -84,7 +96,6 @@ impl GpuFilter {
                 .map_err(driver_err("uploading the FBP filter"))
         };
         let ones = |n: usize| vec![1.0f64; n];
-        let taps = upload(&row.taps())?;
         let uv = [
             upload(before.uv.as_deref().unwrap_or(&ones(nu * nv)))?,
             upload(after.uv.as_deref().unwrap_or(&ones(nu * nv)))?,
@@ -93,15 +104,35 @@ impl GpuFilter {
             upload(before.au.as_deref().unwrap_or(&ones(nviews * nu)))?,
             upload(after.au.as_deref().unwrap_or(&ones(nviews * nu)))?,
         ];
-        // Compile now, so that a compilation problem shows at construction.
-        ctx.function(&FBP, "fbp_filter_cols_f32")?;
+        let method = match cufft::method()? {
+            GpuFilterMethod::Fft => {
+                Method::Fft(FftFilter::new(&ctx, row, setup, Dtype::of::<T>()?)?)
+            }
+            GpuFilterMethod::DirectConvolution => {
+                if nu.div_ceil(TILE as usize) > 65535 {
+                    return Err(too_big("the detector width"));
+                }
+                let taps = upload(&row.taps())?;
+                // Compile now, so that a compilation problem shows at construction.
+                ctx.function(&FBP, "fbp_filter_cols_f32")?;
+                Method::Direct(taps)
+            }
+        };
         Ok(Self {
             ctx,
-            taps,
             uv,
             au,
             params,
+            method,
         })
+    }
+
+    /// The method the convolution uses.
+    pub(crate) fn method(&self) -> GpuFilterMethod {
+        match self.method {
+            Method::Fft(_) => GpuFilterMethod::Fft,
+            Method::Direct(_) => GpuFilterMethod::DirectConvolution,
+        }
     }
 
     /// The device ordinal.
@@ -126,6 +157,18 @@ impl GpuFilter {
             }
         }
         let (pre, post) = if adjoint { (1, 0) } else { (0, 1) };
+        let taps = match &self.method {
+            Method::Fft(f) => {
+                return f.apply(
+                    &self.ctx,
+                    x,
+                    y,
+                    [&self.uv[pre], &self.au[pre]],
+                    [&self.uv[post], &self.au[post]],
+                )
+            }
+            Method::Direct(taps) => taps,
+        };
         let rows = self.params.nv == 1;
         let name = match (rows, x.dtype().pick("f32", "f64")) {
             (true, "f32") => "fbp_filter_rows_f32",
@@ -145,7 +188,7 @@ impl GpuFilter {
         let mut b = self.ctx.stream().launch_builder(&f);
         b.arg(x.slice())
             .arg(y.slice_mut())
-            .arg(&self.taps)
+            .arg(taps)
             .arg(&self.uv[pre])
             .arg(&self.au[pre])
             .arg(&self.uv[post])

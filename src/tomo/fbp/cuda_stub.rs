@@ -5,6 +5,7 @@
 use std::convert::Infallible;
 
 use super::filter::RowFilter;
+use super::gpu_method::GpuFilterMethod;
 use super::setup::Setup;
 use super::weights::Weights;
 use crate::backend::cuda::{unavailable, DeviceTensor};
@@ -15,7 +16,8 @@ pub(crate) struct GpuFilter(Infallible);
 
 impl GpuFilter {
     /// Always an error without the `cuda` feature.
-    pub(crate) fn new(
+    #[allow(clippy::extra_unused_type_parameters)]
+    pub(crate) fn new<T: Scalar>(
         _id: usize,
         _row: &RowFilter,
         _setup: &Setup,
@@ -23,6 +25,11 @@ impl GpuFilter {
         _after: &Weights,
     ) -> Result<Self> {
         Err(unavailable())
+    }
+
+    /// The method the convolution uses.
+    pub(crate) fn method(&self) -> GpuFilterMethod {
+        match self.0 {}
     }
 
     /// The device ordinal.

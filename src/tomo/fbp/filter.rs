@@ -231,6 +231,19 @@ impl RowFilter {
         })
     }
 
+    /// The transform length (the padded row length).
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The real frequency response at the bins `0 ..= len/2`, the inverse transform's `1/len`
+    /// and the filter's scale included: what [`Self::apply_row`] multiplies the spectrum by.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    pub(crate) fn spectrum(&self) -> &[f64] {
+        &self.spectrum
+    }
+
     /// Fresh work buffers.
     pub(crate) fn buffers(&self) -> RowBuffers {
         RowBuffers {

@@ -62,6 +62,7 @@
 //! ```
 
 mod filter;
+mod gpu_method;
 mod operator;
 mod setup;
 mod weights;
@@ -71,12 +72,15 @@ mod cuda;
 #[cfg(not(feature = "cuda"))]
 #[path = "cuda_stub.rs"]
 mod cuda;
+#[cfg(feature = "cuda")]
+mod cufft;
 
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 pub use filter::FilterType;
+pub use gpu_method::{GpuFilterMethod, CUFFT_ENV};
 pub use operator::FbpFilter;
 
 use super::{Geometry, RayTransform};

@@ -39,7 +39,10 @@ pub(super) struct Inner<T: Scalar> {
 /// self-adjoint).
 ///
 /// Host data are filtered by real FFTs ([`realfft`]), rows in parallel with rayon; data on a
-/// GPU are filtered on the GPU by a direct (Toeplitz) convolution with the same taps.
+/// GPU are filtered on the GPU, by batched real FFTs through cuFFT with the same padded length
+/// and frequency response, or, where cuFFT cannot be loaded, by a direct (Toeplitz) convolution
+/// with the same taps ([`FbpFilter::gpu_method`] says which; `RODL_CUFFT` chooses, see
+/// [`GpuFilterMethod`](super::GpuFilterMethod)).
 ///
 /// [`FilterType`]: super::FilterType
 ///
@@ -81,7 +84,13 @@ impl<T: Scalar> FbpFilter<T> {
         term: Term,
     ) -> Result<Self> {
         let gpu = match space.device() {
-            Device::Cuda(id) => Some(GpuFilter::new(id, &row, setup, &term.before, &term.after)?),
+            Device::Cuda(id) => Some(GpuFilter::new::<T>(
+                id,
+                &row,
+                setup,
+                &term.before,
+                &term.after,
+            )?),
             Device::Cpu => None,
         };
         Ok(Self {
@@ -97,6 +106,13 @@ impl<T: Scalar> FbpFilter<T> {
             }),
             adjoint: false,
         })
+    }
+
+    /// How the filter runs on its space's GPU, `None` for a host space: through cuFFT, or by
+    /// the direct convolution where cuFFT cannot be loaded or `RODL_CUFFT=off` (see
+    /// [`GpuFilterMethod`](super::GpuFilterMethod)). Fixed at construction.
+    pub fn gpu_method(&self) -> Option<super::GpuFilterMethod> {
+        self.inner.gpu.as_ref().map(|g| g.method())
     }
 
     /// Whether this is the adjoint of the filter (the weights swapped).

@@ -1,0 +1,463 @@
+//! The FBP filter on a GPU through cuFFT (crate feature `cuda`): batched real-to-complex and
+//! complex-to-real transforms of all detector rows of all views, in place in a scratch buffer,
+//! with the host filter's padded length and frequency response (`kernels/fbp_fft.cu`).
+//!
+//! cuFFT is loaded at run time through cudarc (dynamic loading), like the driver and NVRTC.
+//! Whether it can be used is checked up front ([`probe`]: the library opens and has every
+//! function rodl calls), so that cudarc's lazy loader, which panics on a missing library or
+//! symbol, is never reached without it; see [`super::gpu_method`] for the choice between cuFFT
+//! and the direct convolution (`RODL_CUFFT`).
+//!
+//! The scratch buffer, the cuFFT plans and their work area are made once at construction. Rows
+//! are processed in batches of at most [`SCRATCH_BYTES`] of scratch, so that large data need
+//! no scratch of their own size.
+
+use std::ffi::{c_int, OsString};
+use std::panic::catch_unwind;
+use std::path::Path;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use cudarc::cufft::{result as fft, sys as fft_sys};
+use cudarc::driver::{CudaSlice, DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg};
+
+use super::filter::RowFilter;
+use super::gpu_method::{choose, CufftRequest, GpuFilterMethod};
+use super::setup::Setup;
+use crate::backend::cuda::{driver_err, DeviceCtx, DeviceTensor, Dtype, KernelSource};
+use crate::{Error, Result, Scalar};
+
+const FFT: KernelSource = KernelSource {
+    name: "fbp_fft",
+    prelude: &[],
+    code: include_str!("../../../kernels/fbp_fft.cu"),
+    options: &[],
+};
+
+/// The most scratch memory one filter uses (bytes): rows are transformed in batches that fit.
+pub(crate) const SCRATCH_BYTES: usize = 256 << 20;
+
+/// Tile edge and rows per pass of the tiled gather/scatter kernels (`TILE`, `TY` in
+/// `kernels/fbp_fft.cu`).
+const TILE: u32 = 32;
+const TY: u32 = 8;
+
+/// The cuFFT functions rodl calls; all must be present before any is called.
+const SYMBOLS: [&str; 10] = [
+    "cufftCreate",
+    "cufftDestroy",
+    "cufftSetAutoAllocation",
+    "cufftMakePlanMany",
+    "cufftSetWorkArea",
+    "cufftSetStream",
+    "cufftExecR2C",
+    "cufftExecC2R",
+    "cufftExecD2Z",
+    "cufftExecZ2D",
+];
+
+/// Opens cuFFT (the file `path`, or the first of cudarc's standard names) and checks that it has
+/// every function in [`SYMBOLS`]. The library is kept loaded for the life of the process, so
+/// that cudarc's own loader, which opens it by name afterwards, gets this one.
+fn probe(path: Option<&Path>) -> std::result::Result<(), String> {
+    let names: Vec<OsString> = match path {
+        Some(p) => vec![p.as_os_str().to_owned()],
+        None => cudarc::get_lib_name_candidates("cufft")
+            .into_iter()
+            .map(OsString::from)
+            .collect(),
+    };
+    let mut last = String::new();
+    let mut lib = None;
+    for n in &names {
+        // SAFETY: loading cuFFT runs only its initialisers, which have no preconditions.
+        match unsafe { libloading::Library::new(n) } {
+            Ok(l) => {
+                lib = Some(l);
+                break;
+            }
+            Err(e) => last = e.to_string(),
+        }
+    }
+    let Some(lib) = lib else {
+        return Err(format!(
+            "cuFFT could not be loaded (tried {names:?}; last error: {last})"
+        ));
+    };
+    let missing: Vec<&str> = SYMBOLS
+        .iter()
+        .copied()
+        // SAFETY: only looks the symbol up; it is never called through this pointer.
+        .filter(|s| unsafe { lib.get::<unsafe extern "C" fn()>(s.as_bytes()) }.is_err())
+        .collect();
+    if !missing.is_empty() {
+        return Err(format!("the cuFFT library lacks {}", missing.join(", ")));
+    }
+    // Keep it loaded: cudarc opens it again by name.
+    std::mem::forget(lib);
+    // cudarc's loader must find the same library now; it panics where it cannot.
+    catch_unwind(fft::get_version)
+        .map_err(|_| "cudarc could not load cuFFT under its standard names".to_string())?
+        .map_err(|e| format!("cuFFT does not answer: {e:?}"))?;
+    Ok(())
+}
+
+/// The method the GPU filter uses in this process (chosen on first use from `RODL_CUFFT` and
+/// whether cuFFT loads; see [`super::gpu_method`]).
+pub(crate) fn method() -> Result<GpuFilterMethod> {
+    static CHOICE: OnceLock<std::result::Result<GpuFilterMethod, String>> = OnceLock::new();
+    CHOICE
+        .get_or_init(|| {
+            choose(&CufftRequest::from_env(), probe).map_err(|e| match e {
+                Error::CudaUnavailable(m) => m,
+                e => e.to_string(),
+            })
+        })
+        .clone()
+        .map_err(Error::CudaUnavailable)
+}
+
+fn cufft_err(what: &str) -> impl FnOnce(fft::CufftError) -> Error + '_ {
+    move |e| Error::Cuda(format!("{what}: cuFFT {:?}", e.0))
+}
+
+/// Kernel parameters; must match `FftParams` in `kernels/fbp_fft.cu`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct FftParams {
+    nrows: i64,
+    row0: i64,
+    batch: i64,
+    nu: i32,
+    nv: i32,
+    len: i32,
+    nc: i32,
+    ld: i32,
+    pad: i32,
+}
+
+// SAFETY: plain-old-data with the C layout the kernels expect.
+unsafe impl DeviceRepr for FftParams {}
+
+/// A cuFFT plan handle, destroyed on drop (errors ignored: nothing to do about them then).
+struct Plan(fft_sys::cufftHandle);
+
+impl Drop for Plan {
+    fn drop(&mut self) {
+        // SAFETY: the handle came from cufftCreate and is destroyed once.
+        let _ = unsafe { fft::destroy(self.0) };
+    }
+}
+
+/// The scratch rows, in the transform's precision.
+enum Scratch {
+    F32(CudaSlice<f32>),
+    F64(CudaSlice<f64>),
+}
+
+/// What one transform sequence uses exclusively (one caller at a time).
+struct State {
+    /// Plans before the work area they use, so that they are destroyed first.
+    r2c: Plan,
+    c2r: Plan,
+    scratch: Scratch,
+    _work: Option<CudaSlice<u8>>,
+}
+
+/// The cuFFT path of the GPU filter on one device.
+pub(super) struct FftFilter {
+    dtype: Dtype,
+    params: FftParams,
+    /// The host filter's real response at the bins `0 ..= len/2` (the `1/len` included).
+    spectrum: CudaSlice<f64>,
+    state: Mutex<State>,
+}
+
+impl FftFilter {
+    /// Plans the transforms of `row`'s padded length for the rows of `setup`'s data in `dtype`,
+    /// uploads the frequency response and allocates the scratch (at most [`SCRATCH_BYTES`]) and
+    /// cuFFT's work area. The plans run on the device's stream.
+    pub(super) fn new(
+        ctx: &Arc<DeviceCtx>,
+        row: &RowFilter,
+        setup: &Setup,
+        dtype: Dtype,
+    ) -> Result<Self> {
+        let too_big =
+            |what: &str| Error::Unsupported(format!("{what} exceeds the cuFFT filter's range"));
+        let len = row.len();
+        let nc = len / 2 + 1;
+        let ld = 2 * nc;
+        let nrows = setup.nviews * setup.nv;
+        let real = match dtype {
+            Dtype::F32 => 4,
+            Dtype::F64 => 8,
+        };
+        let row_bytes = ld * real;
+        let max_batch = (SCRATCH_BYTES / row_bytes).clamp(1, i32::MAX as usize);
+        let nbatch = nrows.max(1).div_ceil(max_batch);
+        let batch = nrows.max(1).div_ceil(nbatch);
+        let as_i32 = |v: usize, what: &str| i32::try_from(v).map_err(|_| too_big(what));
+        let params = FftParams {
+            nrows: i64::try_from(nrows).map_err(|_| too_big("views × detector rows"))?,
+            row0: 0,
+            batch: batch as i64,
+            nu: as_i32(setup.nu, "the detector width")?,
+            nv: as_i32(setup.nv, "the detector height")?,
+            len: as_i32(len, "the padded row length")?,
+            nc: as_i32(nc, "the padded row length")?,
+            ld: as_i32(ld, "the padded row length")?,
+            pad: 0,
+        };
+        let batch_i = as_i32(batch, "the batch of rows")?;
+        if ld.div_ceil(TILE as usize) > 65535 {
+            return Err(too_big("the padded row length"));
+        }
+        let spectrum = row.spectrum();
+        if spectrum.len() != nc {
+            return Err(Error::Cuda(format!(
+                "FBP filter: {} frequency samples for {nc} bins",
+                spectrum.len()
+            )));
+        }
+        let stream = ctx.stream();
+        let spectrum = stream
+            .clone_htod(spectrum)
+            .map_err(driver_err("uploading the FBP filter's response"))?;
+        let scratch = match dtype {
+            Dtype::F32 => Scratch::F32(ctx.alloc_raw::<f32>(batch * ld)?),
+            Dtype::F64 => Scratch::F64(ctx.alloc_raw::<f64>(batch * ld)?),
+        };
+        // Plans with a shared work area, on the device's stream.
+        ctx.bind()?;
+        let (fwd, inv) = match dtype {
+            Dtype::F32 => (fft_sys::cufftType::CUFFT_R2C, fft_sys::cufftType::CUFFT_C2R),
+            Dtype::F64 => (fft_sys::cufftType::CUFFT_D2Z, fft_sys::cufftType::CUFFT_Z2D),
+        };
+        let make = |kind, idist: c_int, odist: c_int| -> Result<(Plan, usize)> {
+            let plan = Plan(fft::create().map_err(cufft_err("creating a cuFFT plan"))?);
+            let mut n = [params.len];
+            let mut inembed = [idist];
+            let mut onembed = [odist];
+            // SAFETY: a fresh plan; the arrays live through the calls.
+            let work = unsafe {
+                fft::set_auto_allocation(plan.0, false)
+                    .map_err(cufft_err("configuring a cuFFT plan"))?;
+                fft::make_plan_many(
+                    plan.0,
+                    1,
+                    n.as_mut_ptr(),
+                    inembed.as_mut_ptr(),
+                    1,
+                    idist,
+                    onembed.as_mut_ptr(),
+                    1,
+                    odist,
+                    kind,
+                    batch_i,
+                )
+                .map_err(cufft_err("planning the FBP filter's transforms"))?
+            };
+            // SAFETY: the stream belongs to the device's context, which outlives the plan.
+            unsafe { fft::set_stream(plan.0, stream.cu_stream() as fft_sys::cudaStream_t) }
+                .map_err(cufft_err("setting the cuFFT stream"))?;
+            Ok((plan, work))
+        };
+        let (r2c, w1) = make(fwd, params.ld, params.nc)?;
+        let (c2r, w2) = make(inv, params.nc, params.ld)?;
+        let bytes = w1.max(w2);
+        let mut work = None;
+        if bytes > 0 {
+            let mut w = ctx.alloc_raw::<u8>(bytes)?;
+            let (ptr, _g) = w.device_ptr_mut(stream);
+            for p in [&r2c, &c2r] {
+                // SAFETY: `w` holds the larger of the two plans' work sizes and lives (in the
+                // state, after the plans) as long as they do.
+                unsafe { fft::set_work_area(p.0, ptr as *mut std::ffi::c_void) }
+                    .map_err(cufft_err("setting the cuFFT work area"))?;
+            }
+            drop(_g);
+            work = Some(w);
+        }
+        // Compile now, so that a compilation problem shows at construction.
+        ctx.function(
+            &FFT,
+            dtype.pick("fbp_fft_spectrum_f32", "fbp_fft_spectrum_f64"),
+        )?;
+        Ok(Self {
+            dtype,
+            params,
+            spectrum,
+            state: Mutex::new(State {
+                r2c,
+                c2r,
+                scratch,
+                _work: work,
+            }),
+        })
+    }
+
+    /// `y = post ⊙ K(pre ⊙ x)` with the tables `pre = (uv, au)` and `post`, batch by batch.
+    pub(super) fn apply<T: Scalar>(
+        &self,
+        ctx: &DeviceCtx,
+        x: &DeviceTensor<T>,
+        y: &mut DeviceTensor<T>,
+        pre: [&CudaSlice<f64>; 2],
+        post: [&CudaSlice<f64>; 2],
+    ) -> Result<()> {
+        if x.dtype() != self.dtype || y.dtype() != self.dtype {
+            return Err(Error::Unsupported(
+                "the GPU FBP filter was built for another scalar type".into(),
+            ));
+        }
+        let p = self.params;
+        let n = (p.nrows as usize) * (p.nu as usize);
+        if x.len() != n || y.len() != n {
+            return Err(Error::invalid(format!(
+                "FBP filter: data of {} and {} values for {n}",
+                x.len(),
+                y.len()
+            )));
+        }
+        let cols = p.nv > 1;
+        let name = |base: &str| format!("{base}_{}", self.dtype.pick("f32", "f64"));
+        let gather = ctx.function(
+            &FFT,
+            &name(if cols {
+                "fbp_fft_gather_cols"
+            } else {
+                "fbp_fft_gather_rows"
+            }),
+        )?;
+        let scatter = ctx.function(
+            &FFT,
+            &name(if cols {
+                "fbp_fft_scatter_cols"
+            } else {
+                "fbp_fft_scatter_rows"
+            }),
+        )?;
+        let spectrum = ctx.function(&FFT, &name("fbp_fft_spectrum"))?;
+        let batch = p.batch as usize;
+        let tiled = |width: usize| -> Result<LaunchConfig> {
+            let gx = u32::try_from(batch.div_ceil(TILE as usize))
+                .map_err(|_| Error::Unsupported("too many detector rows per batch".into()))?;
+            Ok(LaunchConfig {
+                grid_dim: (gx, (width as u32).div_ceil(TILE), 1),
+                block_dim: (TILE, TY, 1),
+                shared_mem_bytes: 0,
+            })
+        };
+        let (gather_cfg, scatter_cfg) = if cols {
+            (tiled(p.ld as usize)?, tiled(p.nu as usize)?)
+        } else {
+            (
+                ctx.launch_cfg(batch * p.ld as usize),
+                ctx.launch_cfg(batch * p.nu as usize),
+            )
+        };
+        let spectrum_cfg = ctx.launch_cfg(batch * p.nc as usize);
+        let stream = ctx.stream();
+        let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let st = &mut *guard;
+        ctx.bind()?;
+        let nbatch = (p.nrows as usize).max(1).div_ceil(batch);
+        for b in 0..nbatch {
+            let q = FftParams {
+                row0: (b * batch) as i64,
+                ..p
+            };
+            macro_rules! run {
+                ($buf:expr, $exec_fwd:path, $exec_inv:path, $real:ty, $cplx:ty) => {{
+                    let buf = $buf;
+                    let mut l = stream.launch_builder(&gather);
+                    l.arg(x.slice())
+                        .arg(&mut *buf)
+                        .arg(pre[0])
+                        .arg(pre[1])
+                        .arg(&q);
+                    // SAFETY: (const T*, R*, const double* ×2, FftParams); x holds nrows · nu
+                    // values (checked), the scratch batch · ld, the tables nu · nv and
+                    // views · nu; rows past nrows are not read.
+                    unsafe { l.launch(gather_cfg) }.map_err(driver_err("fbp_fft_gather"))?;
+                    {
+                        let (ptr, _g) = buf.device_ptr_mut(stream);
+                        // SAFETY: in-place transform of the scratch (batch rows of ld reals =
+                        // nc complex values each, as planned) on the device's stream.
+                        unsafe { $exec_fwd(st.r2c.0, ptr as *mut $real, ptr as *mut $cplx) }
+                            .map_err(cufft_err("the FBP filter's forward transform"))?;
+                    }
+                    let mut l = stream.launch_builder(&spectrum);
+                    l.arg(&mut *buf).arg(&self.spectrum).arg(&q);
+                    // SAFETY: (R*, const double*, FftParams); the response has nc values.
+                    unsafe { l.launch(spectrum_cfg) }.map_err(driver_err("fbp_fft_spectrum"))?;
+                    {
+                        let (ptr, _g) = buf.device_ptr_mut(stream);
+                        // SAFETY: as the forward transform.
+                        unsafe { $exec_inv(st.c2r.0, ptr as *mut $cplx, ptr as *mut $real) }
+                            .map_err(cufft_err("the FBP filter's inverse transform"))?;
+                    }
+                    let mut l = stream.launch_builder(&scatter);
+                    l.arg(&*buf)
+                        .arg(y.slice_mut())
+                        .arg(post[0])
+                        .arg(post[1])
+                        .arg(&q);
+                    // SAFETY: (const R*, T*, const double* ×2, FftParams); as the gather.
+                    unsafe { l.launch(scatter_cfg) }.map_err(driver_err("fbp_fft_scatter"))?;
+                }};
+            }
+            match &mut st.scratch {
+                Scratch::F32(buf) => run!(
+                    buf,
+                    fft::exec_r2c,
+                    fft::exec_c2r,
+                    fft_sys::cufftReal,
+                    fft_sys::cufftComplex
+                ),
+                Scratch::F64(buf) => run!(
+                    buf,
+                    fft::exec_d2z,
+                    fft::exec_z2d,
+                    fft_sys::cufftDoubleReal,
+                    fft_sys::cufftDoubleComplex
+                ),
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs without a GPU: a missing or wrong library is an error, never a panic.
+    #[test]
+    fn probing_a_missing_library_is_an_error() {
+        let e = probe(Some(Path::new("/nonexistent/libcufft.so.12"))).unwrap_err();
+        assert!(e.contains("could not be loaded"), "{e}");
+    }
+
+    #[test]
+    fn probing_a_library_without_cufft_names_the_missing_functions() {
+        // Any shared library that is not cuFFT: the C library is on every Linux machine.
+        if !cfg!(target_os = "linux") {
+            return;
+        }
+        let e = probe(Some(Path::new("libc.so.6"))).unwrap_err();
+        assert!(e.contains("lacks cufftCreate"), "{e}");
+    }
+
+    #[test]
+    fn the_process_choice_never_panics() {
+        let r = catch_unwind(method).expect("choosing the GPU filter's method panicked");
+        match &r {
+            Ok(_) => {}
+            Err(Error::CudaUnavailable(m)) => assert!(m.contains("RODL_CUFFT"), "{m}"),
+            Err(e) => panic!("unexpected error {e:?}"),
+        }
+        // The choice is made once: asking again gives the same answer.
+        assert_eq!(method().ok(), r.ok());
+    }
+}
