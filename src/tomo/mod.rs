@@ -1,5 +1,6 @@
 //! Tomography: acquisition geometries (ODL conventions), the ray transform with an exact adjoint
-//! (its factory, and its views split across several devices), and phantoms.
+//! (its factory, its views split across several devices, and the planner that splits it into
+//! pieces of volume slabs and view groups), and phantoms.
 
 mod backend;
 mod cpu;
@@ -16,6 +17,7 @@ pub mod phantom;
 mod projector;
 mod ray_factory;
 mod ray_transform;
+pub mod split;
 
 pub use backend::{Backend, CpuOptions, CudaOptions};
 pub use fbp::{fbp_filter_op, fbp_op, fbp_op_with, FbpFilter, FbpOptions, FilterType};

@@ -53,6 +53,15 @@ impl<T: Scalar> RayTransform<T> {
     /// Errors when the domain is not a discretised space of the geometry's dimension, when the
     /// backend cannot be used, or when a CUDA domain's device differs from the backend's.
     pub fn new(domain: Space<T>, geometry: Geometry, backend: Backend) -> Result<Self> {
+        let grid = Grid::of(Self::check_domain(&domain, &geometry)?);
+        Self::on_grid(domain, geometry, backend, grid)
+    }
+
+    /// The partition of `domain`, checked to be a discretised space of `geometry`'s dimension.
+    pub(crate) fn check_domain<'a>(
+        domain: &'a Space<T>,
+        geometry: &Geometry,
+    ) -> Result<&'a crate::UniformPartition> {
         let part = domain.partition().map_err(|_| {
             Error::invalid(format!(
                 "the ray transform needs a discretised (uniform_discr) volume, got {domain}"
@@ -65,7 +74,17 @@ impl<T: Scalar> RayTransform<T> {
                 geometry.ndim()
             )));
         }
-        let grid = Grid::of(part);
+        Ok(part)
+    }
+
+    /// [`Self::new`] with the projectors set up on `grid` (the domain's shape; for a slab of a
+    /// larger volume, that volume's cell sides: see [`super::split`]).
+    pub(crate) fn on_grid(
+        domain: Space<T>,
+        geometry: Geometry,
+        backend: Backend,
+        grid: Grid,
+    ) -> Result<Self> {
         let range = Space::<T>::from_partition(geometry.data_partition().clone());
         let range = if domain.device() == Device::Cpu {
             range
