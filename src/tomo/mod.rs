@@ -20,7 +20,9 @@ mod ray_transform;
 pub mod split;
 
 pub use backend::{Backend, CpuOptions, CudaOptions};
-pub use fbp::{fbp_filter_op, fbp_op, fbp_op_with, FbpFilter, FbpOptions, FilterType};
+pub use fbp::{
+    fbp_filter_op, fbp_op, fbp_op_views, fbp_op_with, FbpFilter, FbpOptions, FilterType,
+};
 pub use geometry::{
     cone_beam_geometry, parallel_beam_geometry, Beam, Geometry, GeometryKind, GeometrySpec,
     TomoSpec, VecGeometry, View, VolumeSpec, MAX_GEOMETRY_FILE_BYTES, MAX_GEOMETRY_MAGNITUDE,

@@ -44,9 +44,10 @@
 //!
 //! **The cost model.** A piece's resident data is its padded slab, its views' data and a
 //! caller-given fixed overhead (scratch, staging):
-//! `bytes(t, g) = elem · (min(t + 2·halo, n₀) · S + g · C) + overhead`, with `t` the slab
-//! thickness, `S` the cells of one slice of the volume (the product of the other axes), `g` the
-//! views of the group and `C` the data cells per view. The plan minimises the number of pieces
+//! `bytes(t, g) = elem · (b_vol · min(t + 2·halo, n₀) · S + b_data · g · C) + overhead`, with `t`
+//! the slab thickness, `S` the cells of one slice of the volume (the product of the other axes),
+//! `g` the views of the group, `C` the data cells per view and `b_vol`, `b_data` the buffers of
+//! each kind a piece holds ([`SplitProblem::with_buffers`], 1 and 1 by default). The plan minimises the number of pieces
 //! (`slabs × view groups`: each is a launch and a set of transfers, and every piece but the
 //! largest is as cheap to set up as the largest), and among plans with as few pieces takes the
 //! one with the fewest slabs, so that the whole volume (one slab, read once, with the views in
@@ -125,6 +126,11 @@ pub struct SplitProblem {
     pub halo: usize,
     /// Fixed bytes of every piece besides its slab and its views' data (scratch, staging).
     pub overhead: u64,
+    /// How many buffers of the padded slab's size a piece holds (1 by default; e.g. 2 for an
+    /// input slab and an accumulator, or double buffering).
+    pub volume_buffers: usize,
+    /// How many buffers of its views' data size a piece holds (1 by default).
+    pub data_buffers: usize,
     /// Where the budget is, for the error when nothing fits.
     pub device: Device,
 }
@@ -145,6 +151,8 @@ impl SplitProblem {
             elem_size,
             halo: JOSEPH_HALO,
             overhead: 0,
+            volume_buffers: 1,
+            data_buffers: 1,
             device: Device::Cpu,
         }
     }
@@ -172,6 +180,14 @@ impl SplitProblem {
     /// With `bytes` of fixed overhead per piece.
     pub fn with_overhead(mut self, bytes: u64) -> Self {
         self.overhead = bytes;
+        self
+    }
+
+    /// With `volume` buffers of the padded slab's size and `data` buffers of the views' data
+    /// size per piece (each at least 1).
+    pub fn with_buffers(mut self, volume: usize, data: usize) -> Self {
+        self.volume_buffers = volume.max(1);
+        self.data_buffers = data.max(1);
         self
     }
 
@@ -208,7 +224,12 @@ impl SplitProblem {
     fn bytes(&self, slices: u128, views: u128) -> u128 {
         let cells = slices
             .saturating_mul(self.slice_cells())
-            .saturating_add(views.saturating_mul(self.cells_per_view as u128));
+            .saturating_mul(self.volume_buffers.max(1) as u128)
+            .saturating_add(
+                views
+                    .saturating_mul(self.cells_per_view as u128)
+                    .saturating_mul(self.data_buffers.max(1) as u128),
+            );
         cells
             .saturating_mul(self.elem_size as u128)
             .saturating_add(self.overhead as u128)
@@ -297,7 +318,7 @@ pub fn plan(problem: &SplitProblem, budget: u64) -> Result<SplitPlan> {
     let n0 = problem.volume_shape[0];
     let views = problem.views;
     let budget = budget as u128;
-    let per_view = (problem.cells_per_view as u128).saturating_mul(problem.elem_size as u128);
+    let per_view = problem.bytes(0, 1) - problem.overhead as u128;
     // The most views that fit beside a slab of `t` slices.
     let group = |t: usize| -> usize {
         let fixed = problem.bytes(problem.padded_len(t), 0);
@@ -450,4 +471,25 @@ pub fn piece_transform<T: Scalar>(
         geometry.select_views(piece.views.clone())?
     };
     RayTransform::on_grid(sub, views, backend, Grid::of(part).slab(cells))
+}
+
+/// The bytes of set-up rays per detector cell that one view of the CPU backend's ray transform
+/// holds while it is projected or back-projected (the ray's start, slopes, weight, plane range,
+/// detector index, back-projection coefficient, ordering scratch; f64, rounded up).
+const CPU_RAY_BYTES: u64 = 96;
+
+/// An upper estimate of the host scratch the CPU backend allocates during one call of a ray
+/// transform (or its adjoint) whose views have `cells_per_view` data cells, on `threads`
+/// worker threads: the set-up rays of one view per thread in the forward, of two views per
+/// thread in the back-projection. A caller that plans pieces of host memory adds it to the
+/// per-piece overhead ([`SplitProblem::with_overhead`]).
+///
+/// ```
+/// let bytes = rodl::tomo::split::cpu_scratch_bytes(512 * 512, 4);
+/// assert!(bytes >= 4 * 2 * 512 * 512 * 8 && bytes < 1 << 30);
+/// ```
+pub fn cpu_scratch_bytes(cells_per_view: usize, threads: usize) -> u64 {
+    (cells_per_view as u64)
+        .saturating_mul(CPU_RAY_BYTES)
+        .saturating_mul(2 * threads.max(1) as u64)
 }
