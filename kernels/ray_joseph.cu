@@ -1038,6 +1038,13 @@ extern "C" __global__ void joseph_weigh2_f32(const float* __restrict__ sino, con
         c[g] = __fmul_rn(weights[g], sino[g]);
 }
 
+// dst += src (n values): a forward piece whose kernel stores its sums, added into the rows it
+// accumulates over the slabs of a split transform (src/tomo/cuda_pieces.rs).
+extern "C" __global__ void joseph_add_f32(const float* __restrict__ src, float* __restrict__ dst, u64 n) {
+    for (u64 g = blockIdx.x * (u64)blockDim.x + threadIdx.x; g < n; g += (u64)gridDim.x * blockDim.x)
+        dst[g] = __fadd_rn(dst[g], src[g]);
+}
+
 // vol[i0, i1] = sum over views and rays of w * sino * weight (every pixel written once: no
 // zeroing needed). 32-bit pixel indices. A block is `groups` warps (blockDim.x = 32 * groups,
 // groups <= 16) over 32 consecutive pixels: warp k sums views k, k + groups, … of all 32 pixels

@@ -2,10 +2,11 @@
 //! projector in `kernels/ray_joseph.cu`, with its exact transpose. Used by the CUDA
 //! [`Projector`](super::projector::Projector).
 
+use std::ops::Range;
 use std::sync::Arc;
 
-use cudarc::driver::sys::CUfunction_attribute;
-use cudarc::driver::{CudaSlice, DeviceRepr, LaunchConfig, PushKernelArg};
+use cudarc::driver::sys::{self, CUfunction_attribute};
+use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg};
 
 use super::geometry::{Beam, VecGeometry};
 use super::grid::Grid;
@@ -94,12 +95,41 @@ impl Drop for CudaRay {
 impl CudaRay {
     /// Uploads the per-view vectors to GPU `id` and compiles the kernels (once per device).
     pub(crate) fn new(id: usize, geom: &VecGeometry, grid: &Grid) -> Result<Self> {
+        let mut ray = Self::piece(id, geom, 0..geom.num_views(), grid)?;
+        let short = |n: i64| n < 32768; // plane indices packed in 16 bits
+        if ray.params.ndim == 2
+            && ray.params.parallel == 1
+            && ray.fits_i32()
+            && short(ray.params.shape[0])
+            && short(ray.params.shape[1])
+        {
+            ray.gather2 = Some(ray.setup_gather2()?);
+        }
+        Ok(ray)
+    }
+
+    /// The transform of the views `views` of `geom` on `grid` (a slab of the whole grid, with
+    /// its cell sides: [`Grid::slab`]), for one piece of a split transform: its data are the
+    /// rows of those views, its volume the slab. Without the 2D gather tables (a piece's
+    /// transpose adds into its slab).
+    pub(crate) fn piece(
+        id: usize,
+        geom: &VecGeometry,
+        views: Range<usize>,
+        grid: &Grid,
+    ) -> Result<Self> {
         let ctx = device_ctx(id)?;
         let to_i32 = |n: usize, what: &str| {
             i32::try_from(n).map_err(|_| {
                 Error::Unsupported(format!("{what} {n} exceeds the CUDA kernels' range"))
             })
         };
+        let chosen = geom.views().get(views.clone()).ok_or_else(|| {
+            Error::invalid(format!(
+                "views {views:?} of a geometry of {} views",
+                geom.num_views()
+            ))
+        })?;
         let params = RayParams {
             shape: grid.shape.map(|n| n as i64),
             vmin: grid.min,
@@ -107,12 +137,11 @@ impl CudaRay {
             ndim: geom.ndim() as i32,
             nu: to_i32(geom.nu(), "detector size")?,
             nv: to_i32(geom.nv(), "detector size")?,
-            nviews: to_i32(geom.num_views(), "number of views")?,
+            nviews: to_i32(chosen.len(), "number of views")?,
             parallel: i32::from(geom.beam() == Beam::Parallel),
             first_view: 0,
         };
-        let flat: Vec<f64> = geom
-            .views()
+        let flat: Vec<f64> = chosen
             .iter()
             .flat_map(|v| {
                 v.src
@@ -128,22 +157,12 @@ impl CudaRay {
             .map_err(driver_err("uploading the geometry"))?;
         // Compile now, so that a compilation problem shows at construction.
         ctx.function(&RAY, "joseph_forward_f32")?;
-        let mut ray = Self {
+        Ok(Self {
             ctx,
             views,
             params,
             gather2: None,
-        };
-        let short = |n: i64| n < 32768; // plane indices packed in 16 bits
-        if ray.params.ndim == 2
-            && ray.params.parallel == 1
-            && ray.fits_i32()
-            && short(ray.params.shape[0])
-            && short(ray.params.shape[1])
-        {
-            ray.gather2 = Some(ray.setup_gather2()?);
-        }
-        Ok(ray)
+        })
     }
 
     /// Sets every ray of a 2D parallel beam up once on the device (`joseph_setup2_f32`) for
@@ -171,11 +190,6 @@ impl CudaRay {
             weights,
             info,
         })
-    }
-
-    /// The device ordinal.
-    pub(crate) fn device(&self) -> usize {
-        self.ctx.id()
     }
 
     fn rays(&self) -> usize {
@@ -208,8 +222,8 @@ impl CudaRay {
         &self,
         name: &str,
         threads: usize,
-        input: &CudaSlice<f32>,
-        output: &mut CudaSlice<f32>,
+        input: u64,
+        output: u64,
         extra: Option<i32>,
     ) -> Result<()> {
         self.launch_with(name, self.ctx.launch_cfg(threads), input, output, extra)
@@ -221,8 +235,8 @@ impl CudaRay {
         &self,
         name: &str,
         threads: usize,
-        input: &CudaSlice<f32>,
-        output: &mut CudaSlice<f32>,
+        input: u64,
+        output: u64,
         extra: Option<i32>,
     ) -> Result<()> {
         self.launch_with(
@@ -238,16 +252,16 @@ impl CudaRay {
         &self,
         name: &str,
         cfg: LaunchConfig,
-        input: &CudaSlice<f32>,
-        output: &mut CudaSlice<f32>,
+        input: u64,
+        output: u64,
         extra: Option<i32>,
     ) -> Result<()> {
         let f = self.ctx.function(&RAY, name)?;
         let stream = self.ctx.stream();
         let mut b = stream.launch_builder(&f);
         let count = self.params.nviews;
-        b.arg(input)
-            .arg(output)
+        b.arg(&input)
+            .arg(&output)
             .arg(&self.views)
             .arg(&self.params)
             .arg(&count);
@@ -255,8 +269,9 @@ impl CudaRay {
             b.arg(extra);
         }
         // SAFETY: the kernel's signature is (const float*, float*, const double*, RayParams, int)
-        // followed by one more int for the kernels that take `extra`; the buffers hold the
-        // volume and the data of this geometry (checked by the caller).
+        // followed by one more int for the kernels that take `extra` (the pointers are passed
+        // as their 64-bit device addresses); the buffers hold the volume and the data of this
+        // geometry (checked by the caller).
         unsafe { b.launch(cfg) }.map_err(driver_err(name))?;
         Ok(())
     }
@@ -265,7 +280,7 @@ impl CudaRay {
     /// a grid of (views / 8, detector cells / 32, segment pairs) blocks, zeroing `sino` first
     /// when more than one block adds into a ray. Returns `false` (launching nothing) when the
     /// grid or the shared memory does not fit the device.
-    fn forward2_smem(&self, vol: &CudaSlice<f32>, sino: &mut CudaSlice<f32>) -> Result<bool> {
+    fn forward2_smem(&self, vol: u64, sino: u64) -> Result<bool> {
         let name = "joseph_forward2_smem_f32";
         let f = self.ctx.function(&RAY, name)?;
         // The dynamic shared memory a launch may take without opting in (48 KB less the static
@@ -298,14 +313,12 @@ impl CudaRay {
         }
         let stream = self.ctx.stream();
         if gz > 1 {
-            stream
-                .memset_zeros(sino)
-                .map_err(driver_err("clearing the sinogram"))?;
+            self.zero(sino, self.rays(), "clearing the sinogram")?;
         }
         let count = p.nviews;
         let mut b = stream.launch_builder(&f);
-        b.arg(vol)
-            .arg(sino)
+        b.arg(&vol)
+            .arg(&sino)
             .arg(&self.views)
             .arg(p)
             .arg(&count)
@@ -352,7 +365,33 @@ impl CudaRay {
         vol: &DeviceTensor<f32>,
         sino: &mut DeviceTensor<f32>,
     ) -> Result<()> {
-        let (vol, sino) = (vol.slice(), sino.slice_mut());
+        let stream = self.ctx.stream();
+        let (v, _v) = vol.slice().device_ptr(stream);
+        let (s, _s) = sino.slice_mut().device_ptr_mut(stream);
+        // SAFETY: the tensors hold this geometry's volume and data (checked by the caller) and
+        // stay borrowed while the kernels are queued on the device's stream.
+        unsafe { self.forward_raw(v, s, false) }
+    }
+
+    /// Whether [`Self::forward_raw`] can add into the data (the 3D chunked forward, which adds
+    /// its segments' partial sums atomically); the other kernels store each ray's sum.
+    pub(crate) fn forward_adds(&self) -> bool {
+        self.params.ndim == 3 && self.fits_i32() && self.params.nv as usize >= CHUNK_ROWS
+    }
+
+    /// `sino = A vol` (or `sino += A vol` with `accumulate`, only where
+    /// [`Self::forward_adds`]) at device addresses, queued on the device's stream. The kernels
+    /// are those of [`Self::forward`].
+    ///
+    /// # Safety
+    /// `vol` and `sino` must address device memory of this context holding this transform's
+    /// volume and data (f32), not written by other work until the queued kernels are done.
+    pub(crate) unsafe fn forward_raw(&self, vol: u64, sino: u64, accumulate: bool) -> Result<()> {
+        if accumulate && !self.forward_adds() {
+            return Err(Error::Cuda(
+                "this forward kernel stores its sums and cannot add into the data".into(),
+            ));
+        }
         let rays = self.rays();
         match (self.params.ndim, self.fits_i32()) {
             (2, true) => {
@@ -362,10 +401,9 @@ impl CudaRay {
                 self.launch("joseph_forward2_seg4_f32", 4 * rays, vol, sino, None)
             }
             (3, true) if self.params.nv as usize >= CHUNK_ROWS => {
-                self.ctx
-                    .stream()
-                    .memset_zeros(sino)
-                    .map_err(driver_err("clearing the sinogram"))?;
+                if !accumulate {
+                    self.zero(sino, rays, "clearing the sinogram")?;
+                }
                 let threads = self.chunked_rays() * self.segments(FORWARD_SEGMENT_PLANES);
                 let name = "joseph_forward3_chunkseg_f32";
                 self.launch_ordered(name, threads, vol, sino, Some(FORWARD_SEGMENT_PLANES))
@@ -373,6 +411,32 @@ impl CudaRay {
             (3, true) => self.launch("joseph_forward3_i32_f32", rays, vol, sino, None),
             _ => self.launch("joseph_forward_f32", rays, vol, sino, None),
         }
+    }
+
+    /// Sets `n` f32 values at device address `ptr` to zero, queued on the device's stream.
+    fn zero(&self, ptr: u64, n: usize, what: &str) -> Result<()> {
+        self.ctx.bind()?;
+        // SAFETY: the callers pass a buffer of at least `n` f32 values of this context.
+        unsafe { sys::cuMemsetD32Async(ptr, 0, n, self.ctx.stream().cu_stream()) }
+            .result()
+            .map_err(driver_err(what))
+    }
+
+    /// `dst += src` for `n` f32 values at device addresses, queued on the device's stream.
+    ///
+    /// # Safety
+    /// Both must address `n` f32 values of this context.
+    pub(crate) unsafe fn add_raw(&self, src: u64, dst: u64, n: usize) -> Result<()> {
+        let name = "joseph_add_f32";
+        let f = self.ctx.function(&RAY, name)?;
+        let stream = self.ctx.stream();
+        let count = n as u64;
+        let mut b = stream.launch_builder(&f);
+        b.arg(&src).arg(&dst).arg(&count);
+        // SAFETY: the signature is (const float* src, float* dst, unsigned long long n), a
+        // grid-stride loop; the caller guarantees n values in both buffers.
+        unsafe { b.launch(self.ctx.launch_cfg(n)) }.map_err(driver_err(name))?;
+        Ok(())
     }
 
     /// `vol = Aᵀ sino` on the device (unscaled transpose): the forward's taps scattered with
@@ -399,8 +463,21 @@ impl CudaRay {
         sino: &DeviceTensor<f32>,
         vol: &mut DeviceTensor<f32>,
     ) -> Result<()> {
-        let (sino, vol) = (sino.slice(), vol.slice_mut());
-        if let Some(g) = &self.gather2 {
+        let stream = self.ctx.stream();
+        let (s, _s) = sino.slice().device_ptr(stream);
+        let (v, _v) = vol.slice_mut().device_ptr_mut(stream);
+        // SAFETY: the tensors hold this geometry's data and volume (checked by the caller) and
+        // stay borrowed while the kernels are queued on the device's stream.
+        unsafe { self.transpose_raw(s, v, false) }
+    }
+
+    /// `vol = Aᵀ sino` (or `vol += Aᵀ sino` with `accumulate`: the scattering kernels without
+    /// the zeroing, never the gather) at device addresses, queued on the device's stream.
+    ///
+    /// # Safety
+    /// As [`Self::forward_raw`].
+    pub(crate) unsafe fn transpose_raw(&self, sino: u64, vol: u64, accumulate: bool) -> Result<()> {
+        if let (Some(g), false) = (&self.gather2, accumulate) {
             // c = w * y per ray first (the scattering transpose's product), then the gather.
             let rays = self.params.nviews as usize * self.params.nu as usize;
             let mut cw = self.ctx.alloc_raw::<f32>(rays)?;
@@ -410,7 +487,7 @@ impl CudaRay {
             {
                 let stream = self.ctx.stream();
                 let mut b = stream.launch_builder(&fw);
-                b.arg(sino).arg(&g.weights).arg(&mut cw).arg(&n);
+                b.arg(&sino).arg(&g.weights).arg(&mut cw).arg(&n);
                 // SAFETY: the signature is (const float* sino, const float* weights, float* c,
                 // unsigned n); the three buffers hold one value per ray (n rays < 2³¹:
                 // fits_i32).
@@ -432,7 +509,7 @@ impl CudaRay {
             let stream = self.ctx.stream();
             let mut b = stream.launch_builder(&f);
             b.arg(&cw)
-                .arg(vol)
+                .arg(&vol)
                 .arg(&g.rays)
                 .arg(&g.info)
                 .arg(&self.params);
@@ -444,10 +521,10 @@ impl CudaRay {
             unsafe { b.launch(cfg) }.map_err(driver_err(name))?;
             return Ok(());
         }
-        self.ctx
-            .stream()
-            .memset_zeros(vol)
-            .map_err(driver_err("clearing the volume"))?;
+        if !accumulate {
+            let voxels = self.params.shape.iter().product::<i64>() as usize;
+            self.zero(vol, voxels, "clearing the volume")?;
+        }
         let rays = self.rays();
         match (self.params.ndim, self.fits_i32()) {
             (3, true) => {

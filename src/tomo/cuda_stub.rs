@@ -19,11 +19,6 @@ impl CudaRay {
         Err(unavailable())
     }
 
-    /// The device ordinal.
-    pub(crate) fn device(&self) -> usize {
-        match self.0 {}
-    }
-
     /// `sino = A vol` on the device.
     pub(crate) fn forward(
         &self,

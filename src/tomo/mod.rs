@@ -9,6 +9,11 @@ mod cuda;
 #[cfg(not(feature = "cuda"))]
 #[path = "cuda_stub.rs"]
 mod cuda;
+#[cfg(feature = "cuda")]
+mod cuda_pieces;
+#[cfg(not(feature = "cuda"))]
+#[path = "cuda_pieces_stub.rs"]
+mod cuda_pieces;
 pub mod fbp;
 pub mod geometry;
 mod grid;
@@ -19,7 +24,7 @@ mod ray_factory;
 mod ray_transform;
 pub mod split;
 
-pub use backend::{Backend, CpuOptions, CudaOptions};
+pub use backend::{Backend, CpuOptions, CudaOptions, PieceLayout};
 pub use fbp::{
     fbp_filter_op, fbp_op, fbp_op_views, fbp_op_with, FbpFilter, FbpOptions, FilterType,
 };

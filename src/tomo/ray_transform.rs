@@ -109,6 +109,24 @@ impl<T: Scalar> RayTransform<T> {
     pub fn geometry(&self) -> &Geometry {
         &self.inner.geometry
     }
+
+    /// The pieces the transform computes in, `(slabs, view groups)` — ranges of indices along
+    /// the volume's first axis and of views, whose products are the pieces — where it splits
+    /// its work: a host-resident domain on the CUDA backend, planned at construction under the
+    /// memory budget ([`CudaOptions`](super::CudaOptions)). `None` where it computes the
+    /// whole at once (the CPU backend, device-resident data).
+    ///
+    /// ```
+    /// use rodl::tomo::{parallel_beam_geometry, Backend, RayTransform};
+    /// use rodl::uniform_discr;
+    /// let space = uniform_discr::<f32>(&[-1.0, -1.0], &[1.0, 1.0], &[16, 16])?;
+    /// let ray = RayTransform::new(space.clone(), parallel_beam_geometry(&space, Some(8))?, Backend::default())?;
+    /// assert!(ray.pieces().is_none());
+    /// # Ok::<(), rodl::Error>(())
+    /// ```
+    pub fn pieces(&self) -> Option<super::PieceLayout> {
+        self.inner.projector.pieces()
+    }
 }
 
 impl<T: Scalar> Inner<T> {

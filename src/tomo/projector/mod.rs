@@ -8,7 +8,7 @@
 mod cpu;
 mod cuda;
 
-use super::backend::Backend;
+use super::backend::{Backend, PieceLayout};
 use super::geometry::VecGeometry;
 use super::grid::Grid;
 use crate::storage::Storage;
@@ -20,6 +20,11 @@ pub(crate) trait Projector<T: Scalar>: Send + Sync {
     fn forward(&self, vol: &Storage<T>, sino: &mut Storage<T>) -> Result<()>;
     /// `vol = Aᵀ sino`, the exact transpose of [`Projector::forward`] (unweighted).
     fn transpose(&self, sino: &Storage<T>, vol: &mut Storage<T>) -> Result<()>;
+    /// The pieces the projector computes in, (slabs along axis 0, view groups), where it
+    /// splits the transform; `None` where it computes the whole at once.
+    fn pieces(&self) -> Option<PieceLayout> {
+        None
+    }
 }
 
 /// The projector for `backend` on a domain living on `domain`.
@@ -56,9 +61,7 @@ pub(crate) fn build<T: Scalar>(
             }
             Device::Cuda(opts.device).check_available()?;
             Ok(Box::new(cuda::CudaProjector::new::<T>(
-                opts.device,
-                geometry,
-                grid,
+                opts, domain, geometry, grid,
             )?))
         }
     }
