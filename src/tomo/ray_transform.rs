@@ -50,6 +50,12 @@ impl<T: Scalar> RayTransform<T> {
     /// A ray transform on the discretised volume `domain` for `geometry`, computing on
     /// `backend`.
     ///
+    /// The range lives on the domain's device, with one exception: on the CUDA backend, a
+    /// device-resident domain whose data (the range's elements) would take more than the
+    /// memory budget ([`CudaOptions`](super::CudaOptions)) gets a host-resident range, and
+    /// the transform streams the data's view groups through the budget while the volume stays
+    /// on the device (see [`RayTransform::pieces`]). A host domain always has a host range.
+    ///
     /// Errors when the domain is not a discretised space of the geometry's dimension, when the
     /// backend cannot be used, or when a CUDA domain's device differs from the backend's.
     pub fn new(domain: Space<T>, geometry: Geometry, backend: Backend) -> Result<Self> {
@@ -85,13 +91,12 @@ impl<T: Scalar> RayTransform<T> {
         backend: Backend,
         grid: Grid,
     ) -> Result<Self> {
-        let range = Space::<T>::from_partition(geometry.data_partition().clone());
-        let range = if domain.device() == Device::Cpu {
-            range
-        } else {
-            range.with_device(domain.device())?
-        };
         let projector = projector::build::<T>(&backend, domain.device(), geometry.vec(), &grid)?;
+        let range = Space::<T>::from_partition(geometry.data_partition().clone());
+        let range = match projector.range_device() {
+            Device::Cpu => range,
+            d => range.with_device(d)?,
+        };
         let adjoint_scale = range.weight()? / domain.weight()?;
         Ok(Self {
             inner: Arc::new(Inner {
@@ -110,11 +115,11 @@ impl<T: Scalar> RayTransform<T> {
         &self.inner.geometry
     }
 
-    /// The pieces the transform computes in, `(slabs, view groups)` — ranges of indices along
-    /// the volume's first axis and of views, whose products are the pieces — where it splits
-    /// its work: a host-resident domain on the CUDA backend, planned at construction under the
-    /// memory budget ([`CudaOptions`](super::CudaOptions)). `None` where it computes the
-    /// whole at once (the CPU backend, device-resident data).
+    /// The pieces the transform computes in — slabs along the volume's first axis × view
+    /// groups — where it splits its work: a host-resident domain or range on the CUDA backend,
+    /// planned at construction under the memory budget ([`CudaOptions`](super::CudaOptions)).
+    /// `None` where it computes the whole at once (the CPU backend, device-resident domain and
+    /// range).
     ///
     /// ```
     /// use rodl::tomo::{parallel_beam_geometry, Backend, RayTransform};

@@ -5,7 +5,13 @@
 //! [`CudaOptions`] ([`crate::tomo::split`] plans the view groups and volume slabs,
 //! `tomo/cuda_pieces.rs` streams them through pinned staging buffers on two copy streams):
 //! one piece when everything fits, with the views of a 3D problem still cut into a few groups
-//! so that the transfers of one group overlap the kernels of another.
+//! so that the transfers of one group overlap the kernels of another. A device-resident domain
+//! whose data exceed the budget keeps its volume in place and gets a host-resident range,
+//! streamed in view groups.
+//!
+//! Which mixes a call takes: the domain's and the range's elements where the spaces put them
+//! (host and host; device and device; a device volume with host data when the budget forces
+//! it). The piece runner itself takes any mix of host and device input and output.
 
 use super::Projector;
 use crate::backend::cuda::DeviceTensorOf;
@@ -34,6 +40,8 @@ enum Exec {
 pub(crate) struct CudaProjector {
     id: usize,
     exec: Exec,
+    /// Where the data live: the domain's device, or the host when they exceed the budget.
+    range: Device,
 }
 
 fn not_f32<T: Scalar>() -> Error {
@@ -53,7 +61,8 @@ fn forward_adds(geom: &VecGeometry, grid: &Grid) -> bool {
 
 /// The slabs and view groups of a host-data transform of `geom` on `grid` under `budget`
 /// bytes of GPU `id`: the whole problem when the volume and the data fit (the views of a 3D
-/// problem in [`OVERLAP_GROUPS`] groups), else the planner's pieces with two buffers of each
+/// problem in [`OVERLAP_GROUPS`] groups); else the whole volume with the views in groups when
+/// the volume fits beside two groups' data; else the planner's pieces with two buffers of each
 /// kind (one in transfer, one in use) and, where a forward piece stores instead of adding, a
 /// third of the data's for its scratch rows.
 fn plan_pieces(id: usize, budget: u64, geom: &VecGeometry, grid: &Grid) -> Result<PieceLayout> {
@@ -80,11 +89,42 @@ fn plan_pieces(id: usize, budget: u64, geom: &VecGeometry, grid: &Grid) -> Resul
         let bytes = problem.piece_bytes(&one_group).min(u64::MAX as u128) as u64;
         return Ok(layout(&plan(&problem, bytes)?));
     }
+    // A volume that fits beside two buffers of one view's data stays whole: only the views are
+    // grouped, each group's rays set up exactly as in the whole transform (slabs form their
+    // interpolation coordinates from the slab's corner: the same taps, with weights that
+    // differ in the last bits), and the volume crosses the bus once.
+    let volume_bytes = problem.piece_bytes(&Piece {
+        views: 0..0,
+        slab: 0..n0,
+    });
+    let per_view = 4 * (geom.nu() * geom.nv()) as u128;
+    if volume_bytes + 2 * per_view <= budget as u128 {
+        return plan_view_groups(id, budget - volume_bytes as u64, geom, grid);
+    }
     let data_buffers = if forward_adds(geom, grid) { 2 } else { 3 };
     Ok(layout(&plan(
         &problem.with_buffers(2, data_buffers),
         budget,
     )?))
+}
+
+/// The view groups of a device-resident volume (used in place, one slab) whose data stream
+/// through `budget` bytes of GPU `id` in two buffers: the planner's groups for a problem whose
+/// volume is a single cell (the volume costs the budget nothing).
+fn plan_view_groups(
+    id: usize,
+    budget: u64,
+    geom: &VecGeometry,
+    grid: &Grid,
+) -> Result<PieceLayout> {
+    let problem = SplitProblem::new(&[1], geom.num_views(), geom.nu() * geom.nv(), 4)
+        .with_buffers(1, 2)
+        .on(Device::Cuda(id));
+    let p = plan(&problem, budget.saturating_add(4))?;
+    Ok(PieceLayout {
+        slabs: std::iter::once(0..grid.shape[0]).collect(),
+        view_groups: p.view_groups().to_vec(),
+    })
 }
 
 fn layout(p: &SplitPlan) -> PieceLayout {
@@ -108,16 +148,24 @@ impl CudaProjector {
             return Err(not_f32::<T>());
         }
         let id = opts.device;
-        let exec = if domain.is_cuda() {
+        let (free, _) = Device::Cuda(id).memory_info()?;
+        let budget = opts.budget_for(free);
+        let data_bytes =
+            4 * (geometry.num_views() as u128) * (geometry.nu() * geometry.nv()) as u128;
+        let host_volume = !domain.is_cuda();
+        let host_data = host_volume || data_bytes > budget as u128;
+        let exec = if !host_data {
             Exec::Whole(CudaRay::new(id, geometry, grid)?)
         } else {
-            let (free, _) = Device::Cuda(id).memory_info()?;
-            let budget = opts.budget_for(free);
-            let pieces = plan_pieces(id, budget, geometry, grid)?;
+            let pieces = if host_volume {
+                plan_pieces(id, budget, geometry, grid)?
+            } else {
+                plan_view_groups(id, budget, geometry, grid)?
+            };
             let runner = PieceRunner::new(id, geometry, grid, pieces.slabs, pieces.view_groups)?;
             let need = runner
-                .device_bytes(true, true, true)
-                .max(runner.device_bytes(true, true, false));
+                .device_bytes(host_volume, true, true)
+                .max(runner.device_bytes(host_volume, true, false));
             if need > budget as u128 {
                 return Err(Error::OutOfMemory {
                     what: format!(
@@ -132,7 +180,8 @@ impl CudaProjector {
             }
             Exec::Pieces(runner)
         };
-        Ok(Self { id, exec })
+        let range = if host_data { Device::Cpu } else { domain };
+        Ok(Self { id, exec, range })
     }
 
     fn wrong<T: Scalar>(&self, what: &str, x: &Storage<T>, out: &Storage<T>) -> Error {
@@ -205,6 +254,10 @@ impl<T: Scalar> Projector<T> for CudaProjector {
 
     fn transpose(&self, sino: &Storage<T>, vol: &mut Storage<T>) -> Result<()> {
         self.run(sino, vol, true)
+    }
+
+    fn range_device(&self) -> Device {
+        self.range
     }
 
     fn pieces(&self) -> Option<PieceLayout> {
@@ -286,6 +339,22 @@ mod tests {
                 assert!(r <= budget as u128, "{div}: {r} > {budget}");
             }
         }
+    }
+
+    #[test]
+    fn volumes_that_fit_stay_whole_with_the_views_in_groups() {
+        let (g, grid) = cone(32, 40, 32);
+        let volume = 4 * 32u64 * 32 * 32;
+        let per_view = 4 * 48 * 32;
+        for budget in [volume + 2 * per_view, volume + 9 * per_view] {
+            let l = plan_pieces(0, budget, &g, &grid).unwrap();
+            assert_eq!((l.slabs.len(), l.slabs[0].clone()), (1, 0..32));
+            assert!(l.view_groups.len() > 1 && covers(&l.view_groups, 40));
+            assert!(resident(&l, &g, &grid, false) <= budget as u128);
+        }
+        // One byte less than the volume and two views' data: slabs.
+        let l = plan_pieces(0, volume + 2 * per_view - 1, &g, &grid).unwrap();
+        assert!(l.slabs.len() > 1);
     }
 
     #[test]

@@ -25,6 +25,9 @@ pub(crate) trait Projector<T: Scalar>: Send + Sync {
     fn pieces(&self) -> Option<PieceLayout> {
         None
     }
+    /// The device of the data (the range's elements); the domain's unless the projector
+    /// streams device-resident volumes' data through host memory.
+    fn range_device(&self) -> Device;
 }
 
 /// The projector for `backend` on a domain living on `domain`.
