@@ -197,19 +197,42 @@ fn device_memory_running_out_in_a_transform_is_an_error() {
     let angles = rodl::UniformPartition::new(&[0.0], &[std::f64::consts::PI], &[1000]).unwrap();
     let det = rodl::UniformPartition::new(&[-2.0, -2.0], &[2.0, 2.0], &[8192, 8192]).unwrap();
     let g = Geometry::parallel_3d(&angles, &det, [0.0, 0.0, 1.0], [0.0, 0.0]).unwrap();
-    let ray = RayTransform::new(space.clone(), g, Backend::cuda(0)).unwrap();
-    match ray.apply(&space.one().unwrap()) {
+    let bytes_of_data = 4 * 1000 * 8192 * 8192;
+    let x = space.one().unwrap();
+    // A budget beyond the card keeps the data on the device: allocating them runs out there.
+    let ray = RayTransform::new(
+        space.clone(),
+        g.clone(),
+        Backend::cuda_with_budget(0, u64::MAX),
+    )
+    .unwrap();
+    assert_eq!(ray.range().device(), GPU);
+    match ray.apply(&x) {
         Err(Error::OutOfMemory { device, bytes, .. }) => {
             assert_eq!(device, GPU);
-            assert_eq!(bytes, 4 * 1000 * 8192 * 8192);
+            assert_eq!(bytes, bytes_of_data);
         }
         Err(e) => panic!("expected an out-of-memory error, got {e}"),
         Ok(_) => panic!("expected an out-of-memory error"),
     }
-    // The device stays usable.
+    // The default budget (the free memory) puts the data on the host, where the host-memory
+    // limit refuses them before anything is allocated.
+    let ray = RayTransform::new(space.clone(), g, Backend::cuda(0)).unwrap();
+    assert_eq!(ray.range().device(), Device::Cpu);
+    match ray.apply(&x) {
+        Err(Error::OutOfMemory { device, .. }) => assert_eq!(device, Device::Cpu),
+        Err(e) => panic!("expected an out-of-memory error, got {e}"),
+        Ok(_) => panic!("expected an out-of-memory error"),
+    }
+    // The device stays usable, its memory given back.
     let (host, whole, pieces) = pair("par2d_64", Some(budget_for("par2d_64", 5)));
     let (ef, ea) = compare(&host, &whole, &pieces);
     assert!(ef.0 <= PIECES_TOL && ea.0 <= PIECES_TOL, "{ef:?} {ea:?}");
+    let (free, total) = GPU.memory_info().unwrap();
+    assert!(
+        free > total / 2,
+        "free {free} of {total} B after the failed allocation"
+    );
 }
 
 /// Runs 10⁴ forward and adjoint calls and returns the device's free memory after the first
