@@ -223,11 +223,24 @@ pub(crate) struct PinnedBuf {
 
 impl PinnedBuf {
     /// `len` bytes of pinned host memory for transfers on `ctx`'s device.
+    /// Running out is [`Error::OutOfMemory`] on the host.
     pub(crate) fn new(ctx: &DeviceCtx, len: usize) -> Result<Self> {
+        let what = "pinned staging memory";
+        crate::memory::check_host_bytes(what, len as u128)?;
         ctx.bind()?;
         // SAFETY: cuMemHostAlloc of `len` bytes, freed in PinnedBuf::drop.
-        let ptr = unsafe { cudarc::driver::result::malloc_host(len.max(1), 0) }
-            .map_err(driver_err("allocating pinned staging memory"))?;
+        let ptr = unsafe { cudarc::driver::result::malloc_host(len.max(1), 0) }.map_err(|e| {
+            if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY {
+                Error::OutOfMemory {
+                    what: what.into(),
+                    bytes: len as u128,
+                    limit: crate::memory::host_memory_limit(),
+                    device: crate::Device::Cpu,
+                }
+            } else {
+                driver_err("allocating pinned staging memory")(e)
+            }
+        })?;
         Ok(PinnedBuf {
             ptr: ptr as *mut u8,
             len,
