@@ -8,13 +8,21 @@
 //! `cuda/fdk_512/filter`, and likewise `cuda/fbp_parallel2d_512{,/backprojection,/filter}`.
 //!
 //! Filter with e.g. `cargo bench --bench ray_transform -- cpu/parallel2d`.
+//!
+//! Host-resident data on the GPU: `cuda/cone_512_host/{forward,adjoint}` (host spaces with the
+//! CUDA backend: the transform streams the data in pieces) and
+//! `cuda/cone_512_host_copy/{forward,adjoint}` (explicit copies to the device and back around
+//! the device-resident transform). With `RODL_BENCH_LARGE=1` also the scale benchmarks
+//! `cuda/cone_1024/{forward,adjoint}` (device-resident, ~10 GiB on the GPU) and
+//! `cuda/cone_1024_budget_2g/{forward,adjoint}` (host data, a 2 GiB device budget), with the
+//! fewest samples criterion takes; they need ~30 GiB of host memory.
 
 use std::time::Duration;
 
 mod common;
 
 use common::{cone, parallel2d_512};
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::{criterion_group, criterion_main, Criterion, SamplingMode};
 use rodl::tomo::{Backend, Geometry, RayTransform};
 use rodl::{LinearOperator, Operator, Space};
 
@@ -26,6 +34,20 @@ fn bench_case(
     g: Geometry,
     backend: Backend,
 ) {
+    bench_case_with(c, prefix, name, space, g, backend, false)
+}
+
+/// [`bench_case`]; with `large`, ones instead of random data (drawing billions of normal
+/// values would take minutes) and one call per sample.
+fn bench_case_with(
+    c: &mut Criterion,
+    prefix: &str,
+    name: &str,
+    space: Space<f32>,
+    g: Geometry,
+    backend: Backend,
+    large: bool,
+) {
     let space = match backend {
         Backend::Cuda(ref o) => space
             .with_device(rodl::Device::Cuda(o.device))
@@ -35,14 +57,23 @@ fn bench_case(
     let ray = RayTransform::new(space.clone(), g, backend).expect("ray transform");
     let adj = ray.adjoint().unwrap();
     let mut rng = rand::thread_rng();
-    let x = space.random_normal(&mut rng).unwrap();
-    let y = ray.range().random_normal(&mut rng).unwrap();
+    let (x, y) = if large {
+        (space.one().unwrap(), ray.range().one().unwrap())
+    } else {
+        (
+            space.random_normal(&mut rng).unwrap(),
+            ray.range().random_normal(&mut rng).unwrap(),
+        )
+    };
     let mut sino = ray.range().zero().unwrap();
     let mut vol = space.zero().unwrap();
     // Each sample is timed on the device: CUDA events around the queued calls on a GPU (a plain
     // wall-clock `iter` would time only the asynchronous launches), the wall clock on the CPU.
     let device = space.device();
     let mut group = c.benchmark_group(prefix);
+    if large {
+        group.sampling_mode(SamplingMode::Flat);
+    }
     group.bench_function(format!("{name}/forward"), |b| {
         b.iter_custom(|iters| {
             device
@@ -133,14 +164,114 @@ fn cuda(c: &mut Criterion) {
     bench_fbp(c, "cuda", "fbp_parallel2d_512", s, g);
     let (s, g) = cone(512, 512);
     bench_fbp(c, "cuda", "fdk_512", s, g);
+    let (s, g) = cone(512, 512);
+    bench_host(c, "cone_512_host", s, g, Backend::cuda(0), false);
+    let (s, g) = cone(512, 512);
+    bench_host_copy(c, "cone_512_host_copy", s, g);
+}
+
+/// Host spaces on `backend`: the wall clock of each call, which returns with the result in
+/// host memory. `large` as for [`bench_case_with`].
+#[cfg(feature = "cuda")]
+fn bench_host(
+    c: &mut Criterion,
+    name: &str,
+    space: Space<f32>,
+    g: Geometry,
+    backend: Backend,
+    large: bool,
+) {
+    let ray = RayTransform::new(space.clone(), g, backend).expect("ray transform");
+    let adj = ray.adjoint().unwrap();
+    let mut rng = rand::thread_rng();
+    let (x, y) = if large {
+        (space.one().unwrap(), ray.range().one().unwrap())
+    } else {
+        (
+            space.random_normal(&mut rng).unwrap(),
+            ray.range().random_normal(&mut rng).unwrap(),
+        )
+    };
+    let mut sino = ray.range().zero().unwrap();
+    let mut vol = space.zero().unwrap();
+    let mut group = c.benchmark_group("cuda");
+    if large {
+        group.sampling_mode(SamplingMode::Flat);
+    }
+    group.bench_function(format!("{name}/forward"), |b| {
+        b.iter(|| ray.apply_into(&x, &mut sino).unwrap())
+    });
+    group.bench_function(format!("{name}/adjoint"), |b| {
+        b.iter(|| adj.apply_into(&y, &mut vol).unwrap())
+    });
+    group.finish();
+}
+
+/// Host data copied explicitly to a device-resident transform and the result copied back.
+#[cfg(feature = "cuda")]
+fn bench_host_copy(c: &mut Criterion, name: &str, space: Space<f32>, g: Geometry) {
+    let gpu = rodl::Device::Cuda(0);
+    let dev = space.with_device(gpu).expect("CUDA device");
+    let ray = RayTransform::new(dev, g, Backend::cuda(0)).expect("ray transform");
+    let adj = ray.adjoint().unwrap();
+    let mut rng = rand::thread_rng();
+    let x = space.random_normal(&mut rng).unwrap();
+    let y = ray
+        .range()
+        .random_normal(&mut rng)
+        .unwrap()
+        .to_host()
+        .unwrap();
+    let mut group = c.benchmark_group("cuda");
+    group.bench_function(format!("{name}/forward"), |b| {
+        b.iter(|| {
+            ray.apply(&x.to_device(gpu).unwrap())
+                .unwrap()
+                .to_host()
+                .unwrap()
+        })
+    });
+    group.bench_function(format!("{name}/adjoint"), |b| {
+        b.iter(|| {
+            adj.apply(&y.to_device(gpu).unwrap())
+                .unwrap()
+                .to_host()
+                .unwrap()
+        })
+    });
+    group.finish();
+}
+
+/// The scale benchmarks (`RODL_BENCH_LARGE=1`): cone_1024 device-resident and with host data
+/// under a 2 GiB budget.
+#[cfg(feature = "cuda")]
+fn cuda_large(c: &mut Criterion) {
+    if std::env::var_os("RODL_BENCH_LARGE").is_none() {
+        return;
+    }
+    {
+        let (s, g) = cone(1024, 1024);
+        bench_case_with(c, "cuda", "cone_1024", s, g, Backend::cuda(0), true);
+    }
+    let (s, g) = cone(1024, 1024);
+    let budget = Backend::cuda_with_budget(0, 2 << 30);
+    bench_host(c, "cone_1024_budget_2g", s, g, budget, true);
 }
 
 #[cfg(not(feature = "cuda"))]
 fn cuda(_c: &mut Criterion) {}
+
+#[cfg(not(feature = "cuda"))]
+fn cuda_large(_c: &mut Criterion) {}
 
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(10).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(5));
     targets = cpu, cuda
 }
-criterion_main!(benches);
+criterion_group! {
+    name = large;
+    config = Criterion::default().sample_size(10).warm_up_time(Duration::from_millis(1)).measurement_time(Duration::from_millis(1));
+    targets = cuda_large
+}
+criterion_main!(benches, large);

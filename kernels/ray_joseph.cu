@@ -1063,6 +1063,13 @@ extern "C" __global__ void joseph_weigh2_f32(const float* __restrict__ sino, con
         c[g] = __fmul_rn(weights[g % rays], sino[g]);
 }
 
+// dst += src (n values): a forward piece whose kernel stores its sums, added into the rows it
+// accumulates over the slabs of a split transform (src/tomo/cuda_pieces.rs).
+extern "C" __global__ void joseph_add_f32(const float* __restrict__ src, float* __restrict__ dst, u64 n) {
+    for (u64 g = blockIdx.x * (u64)blockDim.x + threadIdx.x; g < n; g += (u64)gridDim.x * blockDim.x)
+        dst[g] = __fadd_rn(dst[g], src[g]);
+}
+
 // vol = the transpose of the 2D parallel beam over tiles of TILE2 x TILE2 pixels owned by the
 // blocks (blockIdx.x: the tile, blockIdx.y: a share of the views when split > 1, blockIdx.z: the
 // batch entry). Each warp takes views warp, warp + 8, …; its lanes take the rays whose taps can
@@ -1070,7 +1077,8 @@ extern "C" __global__ void joseph_weigh2_f32(const float* __restrict__ sino, con
 // each one through the tile's planes, adding the products (w*y)*weight of the scattering
 // transpose into the tile in shared memory; the tile is then stored (split == 1: every pixel
 // written once, no zeroing) or added into the zeroed volume (split > 1). Same taps, weights and
-// products as joseph_backward2_tile_f32; only the order of the additions differs.
+// products as the scattering transpose (joseph_backward_atomic_f32); only the order of the
+// additions differs.
 #define TILE2 16
 extern "C" __global__ void __launch_bounds__(256)
 joseph_backward2_tile_f32(const float* __restrict__ cw, float* __restrict__ vol, const Ray2* __restrict__ rays,

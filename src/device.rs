@@ -117,6 +117,28 @@ impl Device {
     }
 }
 
+impl Device {
+    /// The free and total memory of this device in bytes: `cuMemGetInfo` on a GPU (memory
+    /// that rodl's pool keeps for reuse counts as used), and the host-memory limit
+    /// ([`crate::memory::host_memory_limit`]) as both on the CPU.
+    ///
+    /// ```
+    /// use rodl::Device;
+    /// let (free, total) = Device::Cpu.memory_info()?;
+    /// assert!(free > 0 && free == total);
+    /// # Ok::<(), rodl::Error>(())
+    /// ```
+    pub fn memory_info(self) -> Result<(u64, u64)> {
+        match self {
+            Device::Cpu => {
+                let limit = crate::memory::host_memory_limit();
+                Ok((limit, limit))
+            }
+            Device::Cuda(id) => Cuda::memory_info(id),
+        }
+    }
+}
+
 impl fmt::Display for Device {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

@@ -56,6 +56,10 @@ impl super::Runtime for Cuda {
     fn time(_id: usize, _f: &mut dyn FnMut() -> Result<()>) -> Result<f64> {
         Err(unavailable())
     }
+
+    fn memory_info(_id: usize) -> Result<(u64, u64)> {
+        Err(unavailable())
+    }
 }
 
 impl<T: Scalar> BackendStorage<T> for DeviceTensor<T> {
@@ -141,6 +145,16 @@ impl<T> DeviceTensor<T> {
 
     /// Uninhabited.
     pub(crate) fn release_borrowed(self) -> u64 {
+        match self.0 {}
+    }
+
+    /// Uninhabited.
+    pub(crate) fn device_addr(&self) -> u64 {
+        match self.0 {}
+    }
+
+    /// Uninhabited.
+    pub(crate) fn device_ordinal(&self) -> usize {
         match self.0 {}
     }
 }

@@ -122,6 +122,8 @@ pub(crate) trait Runtime {
     fn device_count() -> Result<usize>;
     /// Waits until all work queued on device `id` has finished.
     fn synchronize(id: usize) -> Result<()>;
+    /// The free and total memory of device `id`, in bytes.
+    fn memory_info(id: usize) -> Result<(u64, u64)>;
     /// Runs `f` between two timing events on device `id` and returns the device time between
     /// them in milliseconds.
     fn time(id: usize, f: &mut dyn FnMut() -> Result<()>) -> Result<f64>;

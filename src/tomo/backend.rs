@@ -1,5 +1,24 @@
 //! Backend options of tomographic operators, given at construction.
 
+use std::ops::Range;
+
+/// The pieces a ray transform computes in (see [`RayTransform::pieces`](super::RayTransform::pieces)):
+/// slabs of the volume along its first axis × groups of views; every pair is one piece.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PieceLayout {
+    /// Ranges of indices along the volume's first axis, in order, covering it once.
+    pub slabs: Vec<Range<usize>>,
+    /// Ranges of views, in order, covering them once.
+    pub view_groups: Vec<Range<usize>>,
+}
+
+impl PieceLayout {
+    /// The number of pieces (slabs × view groups).
+    pub fn count(&self) -> usize {
+        self.slabs.len() * self.view_groups.len()
+    }
+}
+
 /// Options of the CPU backend.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CpuOptions {
@@ -8,10 +27,77 @@ pub struct CpuOptions {
 }
 
 /// Options of the CUDA backend.
+///
+/// # Memory budget
+///
+/// `memory_budget` bounds the device memory a ray transform takes for the data it copies in
+/// and out and for its scratch: with host-resident elements (host spaces on the CUDA backend,
+/// ODL's way) the volume and the sinogram travel through pinned staging buffers in pieces
+/// — groups of views, slabs of the volume along its first axis, or both — planned at
+/// construction so that every piece's device buffers (two of each kind, so that the transfers
+/// of one piece overlap the kernels of the other) fit the budget. The pieces add up to the
+/// same Joseph model (the same taps; the sums differ by rounding only), and the adjoint stays
+/// the exact transpose. Elements that already live on the device are used in place and are
+/// not counted. `None` (the default) takes the device's free memory at construction less
+/// [`CudaOptions::DEFAULT_MARGIN_FRACTION`] of it (at least
+/// [`CudaOptions::DEFAULT_MARGIN_MIN`]).
+///
+/// ```
+/// use rodl::tomo::{Backend, CudaOptions};
+/// let opts = CudaOptions::new(0).with_memory_budget(2 << 30);
+/// assert_eq!(opts.memory_budget, Some(2 << 30));
+/// assert_eq!(Backend::Cuda(opts), Backend::cuda_with_budget(0, 2 << 30));
+/// assert_eq!(CudaOptions::default().memory_budget, None);
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CudaOptions {
     /// The GPU ordinal. Must match the device of a CUDA-resident domain.
     pub device: usize,
+    /// Device memory, in bytes, that a transform's transfers and scratch may take (`None`:
+    /// the free memory at construction less a margin). See the type's documentation.
+    pub memory_budget: Option<u64>,
+}
+
+impl CudaOptions {
+    /// The fraction of the free device memory kept free by the default budget.
+    pub const DEFAULT_MARGIN_FRACTION: f64 = 0.1;
+    /// The least memory, in bytes, kept free by the default budget (256 MiB).
+    pub const DEFAULT_MARGIN_MIN: u64 = 256 << 20;
+
+    /// The options for GPU `device` with the default budget.
+    pub fn new(device: usize) -> Self {
+        CudaOptions {
+            device,
+            memory_budget: None,
+        }
+    }
+
+    /// The same options with a memory budget of `bytes`.
+    pub fn with_memory_budget(mut self, bytes: u64) -> Self {
+        self.memory_budget = Some(bytes);
+        self
+    }
+
+    /// The budget for a device with `free` bytes of free memory: the explicit budget, else
+    /// `free` less the default margin.
+    ///
+    /// ```
+    /// use rodl::tomo::CudaOptions;
+    /// let gib = 1u64 << 30;
+    /// assert_eq!(CudaOptions::new(0).budget_for(10 * gib), 9 * gib);
+    /// assert_eq!(CudaOptions::new(0).budget_for(gib), gib - (256 << 20));
+    /// assert_eq!(CudaOptions::new(0).with_memory_budget(5).budget_for(gib), 5);
+    /// ```
+    pub fn budget_for(&self, free: u64) -> u64 {
+        match self.memory_budget {
+            Some(b) => b,
+            None => {
+                let margin = ((free as f64 * Self::DEFAULT_MARGIN_FRACTION) as u64)
+                    .max(Self::DEFAULT_MARGIN_MIN);
+                free.saturating_sub(margin)
+            }
+        }
+    }
 }
 
 /// Where and how a ray transform computes, fixed at construction.
@@ -39,7 +125,12 @@ impl Backend {
 
     /// The CUDA backend on GPU `device`.
     pub fn cuda(device: usize) -> Self {
-        Backend::Cuda(CudaOptions { device })
+        Backend::Cuda(CudaOptions::new(device))
+    }
+
+    /// The CUDA backend on GPU `device` with a memory budget of `bytes` (see [`CudaOptions`]).
+    pub fn cuda_with_budget(device: usize, bytes: u64) -> Self {
+        Backend::Cuda(CudaOptions::new(device).with_memory_budget(bytes))
     }
 }
 

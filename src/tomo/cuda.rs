@@ -2,10 +2,11 @@
 //! projector in `kernels/ray_joseph.cu`, with its exact transpose. Used by the CUDA
 //! [`Projector`](super::projector::Projector).
 
+use std::ops::Range;
 use std::sync::Arc;
 
-use cudarc::driver::sys::CUfunction_attribute;
-use cudarc::driver::{CudaSlice, DeviceRepr, LaunchConfig, PushKernelArg};
+use cudarc::driver::sys::{self, CUfunction_attribute};
+use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg};
 
 use super::geometry::{Beam, VecGeometry};
 use super::grid::Grid;
@@ -94,12 +95,41 @@ impl Drop for CudaRay {
 impl CudaRay {
     /// Uploads the per-view vectors to GPU `id` and compiles the kernels (once per device).
     pub(crate) fn new(id: usize, geom: &VecGeometry, grid: &Grid) -> Result<Self> {
+        let mut ray = Self::piece(id, geom, 0..geom.num_views(), grid)?;
+        let short = |n: i64| n < 32768; // plane indices packed in 16 bits
+        if ray.params.ndim == 2
+            && ray.params.parallel == 1
+            && ray.fits_i32()
+            && short(ray.params.shape[0])
+            && short(ray.params.shape[1])
+        {
+            ray.tables2 = Some(ray.setup_tables2()?);
+        }
+        Ok(ray)
+    }
+
+    /// The transform of the views `views` of `geom` on `grid` (a slab of the whole grid, with
+    /// its cell sides: [`Grid::slab`]), for one piece of a split transform: its data are the
+    /// rows of those views, its volume the slab. Without the 2D tiled transpose's tables (a piece's
+    /// transpose adds into its slab).
+    pub(crate) fn piece(
+        id: usize,
+        geom: &VecGeometry,
+        views: Range<usize>,
+        grid: &Grid,
+    ) -> Result<Self> {
         let ctx = device_ctx(id)?;
         let to_i32 = |n: usize, what: &str| {
             i32::try_from(n).map_err(|_| {
                 Error::Unsupported(format!("{what} {n} exceeds the CUDA kernels' range"))
             })
         };
+        let chosen = geom.views().get(views.clone()).ok_or_else(|| {
+            Error::invalid(format!(
+                "views {views:?} of a geometry of {} views",
+                geom.num_views()
+            ))
+        })?;
         let params = RayParams {
             shape: grid.shape.map(|n| n as i64),
             vmin: grid.min,
@@ -107,12 +137,11 @@ impl CudaRay {
             ndim: geom.ndim() as i32,
             nu: to_i32(geom.nu(), "detector size")?,
             nv: to_i32(geom.nv(), "detector size")?,
-            nviews: to_i32(geom.num_views(), "number of views")?,
+            nviews: to_i32(chosen.len(), "number of views")?,
             parallel: i32::from(geom.beam() == Beam::Parallel),
             first_view: 0,
         };
-        let flat: Vec<f64> = geom
-            .views()
+        let flat: Vec<f64> = chosen
             .iter()
             .flat_map(|v| {
                 v.src
@@ -128,22 +157,12 @@ impl CudaRay {
             .map_err(driver_err("uploading the geometry"))?;
         // Compile now, so that a compilation problem shows at construction.
         ctx.function(&RAY, "joseph_forward_f32")?;
-        let mut ray = Self {
+        Ok(Self {
             ctx,
             views,
             params,
             tables2: None,
-        };
-        let short = |n: i64| n < 32768; // plane indices packed in 16 bits
-        if ray.params.ndim == 2
-            && ray.params.parallel == 1
-            && ray.fits_i32()
-            && short(ray.params.shape[0])
-            && short(ray.params.shape[1])
-        {
-            ray.tables2 = Some(ray.setup_tables2()?);
-        }
-        Ok(ray)
+        })
     }
 
     /// Sets every ray of a 2D parallel beam up once on the device (`joseph_setup2_f32`) for
@@ -171,183 +190,6 @@ impl CudaRay {
             weights,
             info,
         })
-    }
-
-    /// The most entries [`Self::forward_batch`] and [`Self::transpose_batch`] take in one
-    /// launch sequence: 1 unless the geometry is a 2D parallel beam on the tiled transpose's
-    /// path (then limited by the launch grids).
-    pub(crate) fn max_batch(&self) -> usize {
-        if self.tables2.is_none() {
-            return 1;
-        }
-        let p = &self.params;
-        let n_max = p.shape[0].max(p.shape[1]).max(1) as u64;
-        let zsegs = n_max
-            .div_ceil(slab::SEGLEN as u64)
-            .div_ceil(slab::SEGS_PER_BLOCK as u64)
-            .max(1);
-        if (p.nu as u64).div_ceil(u64::from(slab::THREADS) / slab::VGROUP as u64) > 65535 {
-            return 1;
-        }
-        (65535 / zsegs).max(1) as usize
-    }
-
-    /// `sino[b] = A vol[b]` for `batch` entries stored one after the other in `vol` and `sino`,
-    /// in one launch (2D parallel beams, `batch ≤` [`Self::max_batch`]); otherwise only
-    /// `batch == 1`, as [`Self::forward`].
-    pub(crate) fn forward_batch(
-        &self,
-        vol: &DeviceTensor<f32>,
-        sino: &mut DeviceTensor<f32>,
-        batch: usize,
-    ) -> Result<()> {
-        if batch == 1 {
-            return self.forward(vol, sino);
-        }
-        self.check_batch(batch, vol.slice().len(), sino.slice().len())?;
-        if self.forward2_smem(vol.slice(), sino.slice_mut(), batch)? {
-            return Ok(());
-        }
-        Err(Error::Unsupported(format!(
-            "the CUDA ray transform cannot take a batch of {batch} in one launch here"
-        )))
-    }
-
-    /// `vol[b] = Aᵀ sino[b]` for `batch` entries stored one after the other, in one launch
-    /// sequence (2D parallel beams, `batch ≤` [`Self::max_batch`]); otherwise only
-    /// `batch == 1`, as [`Self::transpose`].
-    pub(crate) fn transpose_batch(
-        &self,
-        sino: &DeviceTensor<f32>,
-        vol: &mut DeviceTensor<f32>,
-        batch: usize,
-    ) -> Result<()> {
-        if batch == 1 {
-            return self.transpose(sino, vol);
-        }
-        self.check_batch(batch, vol.slice().len(), sino.slice().len())?;
-        let g = self.tables2.as_ref().ok_or_else(|| {
-            Error::Unsupported(format!(
-                "the CUDA ray transform cannot take a batch of {batch} in one launch here"
-            ))
-        })?;
-        self.transpose2_tiles(sino.slice(), vol.slice_mut(), g, batch)
-    }
-
-    /// Errors unless `batch` entries fit one launch and the buffers hold `batch` volumes and
-    /// sinograms of this geometry.
-    fn check_batch(&self, batch: usize, vol_len: usize, sino_len: usize) -> Result<()> {
-        let p = &self.params;
-        let vol = (p.shape[0] * p.shape[1] * p.shape[2].max(1)) as usize;
-        let sino = self.rays();
-        if batch == 0 || batch > self.max_batch() {
-            return Err(Error::invalid(format!(
-                "a batch of {batch} for the CUDA ray transform (1 to {} in one launch)",
-                self.max_batch()
-            )));
-        }
-        if vol_len != batch * vol || sino_len != batch * sino {
-            return Err(Error::invalid(format!(
-                "the CUDA ray transform's batch buffers hold {vol_len} and {sino_len} values, \
-                 not {batch} × {vol} and {batch} × {sino}"
-            )));
-        }
-        Ok(())
-    }
-
-    /// The 2D parallel-beam transpose of `batch` sinograms: `c = w · y` per ray
-    /// (`joseph_weigh2_f32`, the scattering transpose's product), then the tiles.
-    fn transpose2_tiles(
-        &self,
-        sino: &CudaSlice<f32>,
-        vol: &mut CudaSlice<f32>,
-        g: &Tables2,
-        batch: usize,
-    ) -> Result<()> {
-        let rays = self.params.nviews as usize * self.params.nu as usize;
-        let total = rays * batch;
-        let (Ok(n), Ok(per)) = (u32::try_from(total), u32::try_from(rays)) else {
-            return Err(Error::Unsupported(format!(
-                "a batch of {batch} sinograms of {rays} rays exceeds the 2D transpose's range"
-            )));
-        };
-        let mut cw = self.ctx.alloc_raw::<f32>(total)?;
-        let weigh = "joseph_weigh2_f32";
-        let fw = self.ctx.function(&RAY, weigh)?;
-        {
-            let stream = self.ctx.stream();
-            let mut b = stream.launch_builder(&fw);
-            b.arg(sino).arg(&g.weights).arg(&mut cw).arg(&n).arg(&per);
-            // SAFETY: the signature is (const float* sino, const float* weights, float* c,
-            // unsigned n, unsigned rays); `sino` and `cw` hold n = batch × rays values (< 2³²,
-            // checked), `weights` one per ray.
-            unsafe { b.launch(self.ctx.launch_cfg(total)) }.map_err(driver_err(weigh))?;
-        }
-        self.launch_tile2(&cw, vol, g, batch)
-    }
-
-    /// Launches `joseph_backward2_tile_f32` over `batch` entries: `cw` holds `batch` rows of
-    /// `w · y` (one value per ray each), `vol` `batch` volumes. Blocks of 256 threads own tiles
-    /// of 16 × 16 pixels; where the tiles of the batch would not fill the GPU twice over, the
-    /// views are split over `split` blocks per tile whose sums are added into the zeroed volume.
-    fn launch_tile2(
-        &self,
-        cw: &CudaSlice<f32>,
-        vol: &mut CudaSlice<f32>,
-        g: &Tables2,
-        batch: usize,
-    ) -> Result<()> {
-        const TILE: u64 = 16;
-        const THREADS: u32 = 256;
-        let name = "joseph_backward2_tile_f32";
-        let f = self.ctx.function(&RAY, name)?;
-        let (n0, n1) = (self.params.shape[0] as u64, self.params.shape[1] as u64);
-        let tiles = n0.div_ceil(TILE) * n1.div_ceil(TILE);
-        let blocks = tiles * batch as u64;
-        // Two waves of 8 blocks of 256 threads per multiprocessor, views split at most 16 ways
-        // and into shares of at least 8 views.
-        let want = 2 * 8 * u64::from(self.ctx.sm_count());
-        let max_split = (self.params.nviews as u64 / 8).clamp(1, 16);
-        let split = want.div_ceil(blocks.max(1)).clamp(1, max_split);
-        let (Ok(gx), Ok(gz)) = (u32::try_from(tiles), u16::try_from(batch)) else {
-            return Err(Error::Unsupported(format!(
-                "{name}: {tiles} tiles × a batch of {batch} exceed the launch grid"
-            )));
-        };
-        if gx == 0 || gz == 0 {
-            return Ok(());
-        }
-        let stream = self.ctx.stream();
-        if split > 1 {
-            stream
-                .memset_zeros(vol)
-                .map_err(driver_err("clearing the volume"))?;
-        }
-        let split_arg = split as i32;
-        let cfg = LaunchConfig {
-            grid_dim: (gx, split as u32, u32::from(gz)),
-            block_dim: (THREADS, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        let mut b = stream.launch_builder(&f);
-        b.arg(cw)
-            .arg(vol)
-            .arg(&g.rays)
-            .arg(&g.info)
-            .arg(&self.params)
-            .arg(&split_arg);
-        // SAFETY: the signature is (const float* cw, float* vol, const Ray2*, const View2*,
-        // RayParams, int split); `cw` holds `batch` rows of one value per ray of this geometry
-        // and `vol` `batch` volumes (checked by the callers), the tables were built for it by
-        // `setup_tables2`; 32-bit pixel indices (fits_i32) and planes below 32768; blocks of 256
-        // threads (the launch bounds), one per tile of 16 × 16 pixels, view share and entry.
-        unsafe { b.launch(cfg) }.map_err(driver_err(name))?;
-        Ok(())
-    }
-
-    /// The device ordinal.
-    pub(crate) fn device(&self) -> usize {
-        self.ctx.id()
     }
 
     fn rays(&self) -> usize {
@@ -380,8 +222,8 @@ impl CudaRay {
         &self,
         name: &str,
         threads: usize,
-        input: &CudaSlice<f32>,
-        output: &mut CudaSlice<f32>,
+        input: u64,
+        output: u64,
         extra: Option<i32>,
     ) -> Result<()> {
         self.launch_with(name, self.ctx.launch_cfg(threads), input, output, extra)
@@ -393,8 +235,8 @@ impl CudaRay {
         &self,
         name: &str,
         threads: usize,
-        input: &CudaSlice<f32>,
-        output: &mut CudaSlice<f32>,
+        input: u64,
+        output: u64,
         extra: Option<i32>,
     ) -> Result<()> {
         self.launch_with(
@@ -410,16 +252,16 @@ impl CudaRay {
         &self,
         name: &str,
         cfg: LaunchConfig,
-        input: &CudaSlice<f32>,
-        output: &mut CudaSlice<f32>,
+        input: u64,
+        output: u64,
         extra: Option<i32>,
     ) -> Result<()> {
         let f = self.ctx.function(&RAY, name)?;
         let stream = self.ctx.stream();
         let mut b = stream.launch_builder(&f);
         let count = self.params.nviews;
-        b.arg(input)
-            .arg(output)
+        b.arg(&input)
+            .arg(&output)
             .arg(&self.views)
             .arg(&self.params)
             .arg(&count);
@@ -427,8 +269,9 @@ impl CudaRay {
             b.arg(extra);
         }
         // SAFETY: the kernel's signature is (const float*, float*, const double*, RayParams, int)
-        // followed by one more int for the kernels that take `extra`; the buffers hold the
-        // volume and the data of this geometry (checked by the caller).
+        // followed by one more int for the kernels that take `extra` (the pointers are passed
+        // as their 64-bit device addresses); the buffers hold the volume and the data of this
+        // geometry (checked by the caller).
         unsafe { b.launch(cfg) }.map_err(driver_err(name))?;
         Ok(())
     }
@@ -437,12 +280,7 @@ impl CudaRay {
     /// a grid of (views / 8, detector cells / 32, segment pairs) blocks, zeroing `sino` first
     /// when more than one block adds into a ray. Returns `false` (launching nothing) when the
     /// grid or the shared memory does not fit the device.
-    fn forward2_smem(
-        &self,
-        vol: &CudaSlice<f32>,
-        sino: &mut CudaSlice<f32>,
-        batch: usize,
-    ) -> Result<bool> {
+    fn forward2_smem(&self, vol: u64, sino: u64, batch: usize) -> Result<bool> {
         let name = if batch == 1 {
             "joseph_forward2_smem_f32"
         } else {
@@ -480,14 +318,12 @@ impl CudaRay {
         }
         let stream = self.ctx.stream();
         if zsegs > 1 {
-            stream
-                .memset_zeros(sino)
-                .map_err(driver_err("clearing the sinogram"))?;
+            self.zero(sino, self.rays() * batch, "clearing the sinogram")?;
         }
         let count = p.nviews;
         let mut b = stream.launch_builder(&f);
-        b.arg(vol)
-            .arg(sino)
+        b.arg(&vol)
+            .arg(&sino)
             .arg(&self.views)
             .arg(p)
             .arg(&count)
@@ -538,7 +374,33 @@ impl CudaRay {
         vol: &DeviceTensor<f32>,
         sino: &mut DeviceTensor<f32>,
     ) -> Result<()> {
-        let (vol, sino) = (vol.slice(), sino.slice_mut());
+        let stream = self.ctx.stream();
+        let (v, _v) = vol.slice().device_ptr(stream);
+        let (s, _s) = sino.slice_mut().device_ptr_mut(stream);
+        // SAFETY: the tensors hold this geometry's volume and data (checked by the caller) and
+        // stay borrowed while the kernels are queued on the device's stream.
+        unsafe { self.forward_raw(v, s, false) }
+    }
+
+    /// Whether [`Self::forward_raw`] can add into the data (the 3D chunked forward, which adds
+    /// its segments' partial sums atomically); the other kernels store each ray's sum.
+    pub(crate) fn forward_adds(&self) -> bool {
+        self.params.ndim == 3 && self.fits_i32() && self.params.nv as usize >= CHUNK_ROWS
+    }
+
+    /// `sino = A vol` (or `sino += A vol` with `accumulate`, only where
+    /// [`Self::forward_adds`]) at device addresses, queued on the device's stream. The kernels
+    /// are those of [`Self::forward`].
+    ///
+    /// # Safety
+    /// `vol` and `sino` must address device memory of this context holding this transform's
+    /// volume and data (f32), not written by other work until the queued kernels are done.
+    pub(crate) unsafe fn forward_raw(&self, vol: u64, sino: u64, accumulate: bool) -> Result<()> {
+        if accumulate && !self.forward_adds() {
+            return Err(Error::Cuda(
+                "this forward kernel stores its sums and cannot add into the data".into(),
+            ));
+        }
         let rays = self.rays();
         match (self.params.ndim, self.fits_i32()) {
             (2, true) => {
@@ -548,10 +410,9 @@ impl CudaRay {
                 self.launch("joseph_forward2_seg4_f32", 4 * rays, vol, sino, None)
             }
             (3, true) if self.params.nv as usize >= CHUNK_ROWS => {
-                self.ctx
-                    .stream()
-                    .memset_zeros(sino)
-                    .map_err(driver_err("clearing the sinogram"))?;
+                if !accumulate {
+                    self.zero(sino, rays, "clearing the sinogram")?;
+                }
                 let threads = self.chunked_rays() * self.segments(FORWARD_SEGMENT_PLANES);
                 let name = "joseph_forward3_chunkseg_f32";
                 self.launch_ordered(name, threads, vol, sino, Some(FORWARD_SEGMENT_PLANES))
@@ -559,6 +420,32 @@ impl CudaRay {
             (3, true) => self.launch("joseph_forward3_i32_f32", rays, vol, sino, None),
             _ => self.launch("joseph_forward_f32", rays, vol, sino, None),
         }
+    }
+
+    /// Sets `n` f32 values at device address `ptr` to zero, queued on the device's stream.
+    fn zero(&self, ptr: u64, n: usize, what: &str) -> Result<()> {
+        self.ctx.bind()?;
+        // SAFETY: the callers pass a buffer of at least `n` f32 values of this context.
+        unsafe { sys::cuMemsetD32Async(ptr, 0, n, self.ctx.stream().cu_stream()) }
+            .result()
+            .map_err(driver_err(what))
+    }
+
+    /// `dst += src` for `n` f32 values at device addresses, queued on the device's stream.
+    ///
+    /// # Safety
+    /// Both must address `n` f32 values of this context.
+    pub(crate) unsafe fn add_raw(&self, src: u64, dst: u64, n: usize) -> Result<()> {
+        let name = "joseph_add_f32";
+        let f = self.ctx.function(&RAY, name)?;
+        let stream = self.ctx.stream();
+        let count = n as u64;
+        let mut b = stream.launch_builder(&f);
+        b.arg(&src).arg(&dst).arg(&count);
+        // SAFETY: the signature is (const float* src, float* dst, unsigned long long n), a
+        // grid-stride loop; the caller guarantees n values in both buffers.
+        unsafe { b.launch(self.ctx.launch_cfg(n)) }.map_err(driver_err(name))?;
+        Ok(())
     }
 
     /// `vol = Aᵀ sino` on the device (unscaled transpose): the forward's taps scattered with
@@ -570,10 +457,10 @@ impl CudaRay {
     ///   shared memory; each warp takes a share of the views, its lanes the rays that can reach
     ///   the tile (their set-up tabled once at construction by `joseph_setup2_f32`), and each
     ///   ray adds its products `c · weight` with the forward's taps and weights into the tile
-    ///   over just the planes where it crosses it (shared-memory atomics); the tile is then
-    ///   stored, or added into the zeroed volume where the views of a tile are split over
-    ///   blocks to fill the GPU. On an H200, parallel2d_512 took 0.59 ms (1.03 ms for the
-    ///   per-pixel gather over the same tables, 1.69 ms for the scattering kernel).
+    ///   (shared-memory atomics); the tile is then stored, or added into the zeroed volume where
+    ///   the views of a tile are split over blocks to fill the GPU. On an H200, parallel2d_512
+    ///   took 0.59 ms (1.03 ms for a per-pixel gather over the same tables, 1.69 ms for the
+    ///   scattering kernel).
     /// - 3D, 32-bit voxel indices: `joseph_backward3_profile_f32`, one thread per (segment of
     ///   [`SEGMENT_PLANES`] planes, ray), in the order of the forward's kernel (the writes of
     ///   the threads in flight land in a slab of one band of the volume, which L2 holds). A warp holds 32 rows of one detector column; where they share their
@@ -587,14 +474,27 @@ impl CudaRay {
         sino: &DeviceTensor<f32>,
         vol: &mut DeviceTensor<f32>,
     ) -> Result<()> {
-        let (sino, vol) = (sino.slice(), vol.slice_mut());
-        if let Some(g) = &self.tables2 {
+        let stream = self.ctx.stream();
+        let (s, _s) = sino.slice().device_ptr(stream);
+        let (v, _v) = vol.slice_mut().device_ptr_mut(stream);
+        // SAFETY: the tensors hold this geometry's data and volume (checked by the caller) and
+        // stay borrowed while the kernels are queued on the device's stream.
+        unsafe { self.transpose_raw(s, v, false) }
+    }
+
+    /// `vol = Aᵀ sino` (or `vol += Aᵀ sino` with `accumulate`: the scattering kernels without
+    /// the zeroing, never the tiles) at device addresses, queued on the device's stream.
+    ///
+    /// # Safety
+    /// As [`Self::forward_raw`].
+    pub(crate) unsafe fn transpose_raw(&self, sino: u64, vol: u64, accumulate: bool) -> Result<()> {
+        if let (Some(g), false) = (&self.tables2, accumulate) {
             return self.transpose2_tiles(sino, vol, g, 1);
         }
-        self.ctx
-            .stream()
-            .memset_zeros(vol)
-            .map_err(driver_err("clearing the volume"))?;
+        if !accumulate {
+            let voxels = self.params.shape.iter().product::<i64>() as usize;
+            self.zero(vol, voxels, "clearing the volume")?;
+        }
         let rays = self.rays();
         match (self.params.ndim, self.fits_i32()) {
             (3, true) => {
@@ -604,5 +504,176 @@ impl CudaRay {
             }
             _ => self.launch("joseph_backward_atomic_f32", rays, sino, vol, None),
         }
+    }
+
+    /// The most entries [`Self::forward_batch`] and [`Self::transpose_batch`] take in one
+    /// launch sequence: 1 unless the geometry is a 2D parallel beam on the tiled transpose's
+    /// path (then limited by the launch grids).
+    pub(crate) fn max_batch(&self) -> usize {
+        if self.tables2.is_none() {
+            return 1;
+        }
+        let p = &self.params;
+        let n_max = p.shape[0].max(p.shape[1]).max(1) as u64;
+        let zsegs = n_max
+            .div_ceil(slab::SEGLEN as u64)
+            .div_ceil(slab::SEGS_PER_BLOCK as u64)
+            .max(1);
+        if (p.nu as u64).div_ceil(u64::from(slab::THREADS) / slab::VGROUP as u64) > 65535 {
+            return 1;
+        }
+        (65535 / zsegs).max(1) as usize
+    }
+
+    /// `sino[b] = A vol[b]` for `batch` entries stored one after the other in `vol` and `sino`,
+    /// in one launch (2D parallel beams, `batch ≤` [`Self::max_batch`]); otherwise only
+    /// `batch == 1`, as [`Self::forward`].
+    pub(crate) fn forward_batch(
+        &self,
+        vol: &DeviceTensor<f32>,
+        sino: &mut DeviceTensor<f32>,
+        batch: usize,
+    ) -> Result<()> {
+        if batch == 1 {
+            return self.forward(vol, sino);
+        }
+        self.check_batch(batch, vol.slice().len(), sino.slice().len())?;
+        let stream = self.ctx.stream();
+        let (v, _v) = vol.slice().device_ptr(stream);
+        let (s, _s) = sino.slice_mut().device_ptr_mut(stream);
+        // The tensors hold `batch` volumes and data of this geometry (checked above) and stay
+        // borrowed while the kernel is queued on the device's stream.
+        if self.forward2_smem(v, s, batch)? {
+            return Ok(());
+        }
+        Err(Error::Unsupported(format!(
+            "the CUDA ray transform cannot take a batch of {batch} in one launch here"
+        )))
+    }
+
+    /// `vol[b] = Aᵀ sino[b]` for `batch` entries stored one after the other, in one launch
+    /// sequence (2D parallel beams, `batch ≤` [`Self::max_batch`]); otherwise only
+    /// `batch == 1`, as [`Self::transpose`].
+    pub(crate) fn transpose_batch(
+        &self,
+        sino: &DeviceTensor<f32>,
+        vol: &mut DeviceTensor<f32>,
+        batch: usize,
+    ) -> Result<()> {
+        if batch == 1 {
+            return self.transpose(sino, vol);
+        }
+        self.check_batch(batch, vol.slice().len(), sino.slice().len())?;
+        let g = self.tables2.as_ref().ok_or_else(|| {
+            Error::Unsupported(format!(
+                "the CUDA ray transform cannot take a batch of {batch} in one launch here"
+            ))
+        })?;
+        let stream = self.ctx.stream();
+        let (s, _s) = sino.slice().device_ptr(stream);
+        let (v, _v) = vol.slice_mut().device_ptr_mut(stream);
+        // The tensors hold `batch` data and volumes of this geometry (checked above) and stay
+        // borrowed while the kernels are queued on the device's stream.
+        self.transpose2_tiles(s, v, g, batch)
+    }
+
+    /// Errors unless `batch` entries fit one launch and the buffers hold `batch` volumes and
+    /// sinograms of this geometry.
+    fn check_batch(&self, batch: usize, vol_len: usize, sino_len: usize) -> Result<()> {
+        let p = &self.params;
+        let vol = (p.shape[0] * p.shape[1] * p.shape[2].max(1)) as usize;
+        let sino = self.rays();
+        if batch == 0 || batch > self.max_batch() {
+            return Err(Error::invalid(format!(
+                "a batch of {batch} for the CUDA ray transform (1 to {} in one launch)",
+                self.max_batch()
+            )));
+        }
+        if vol_len != batch * vol || sino_len != batch * sino {
+            return Err(Error::invalid(format!(
+                "the CUDA ray transform's batch buffers hold {vol_len} and {sino_len} values, \
+                 not {batch} × {vol} and {batch} × {sino}"
+            )));
+        }
+        Ok(())
+    }
+
+    /// The 2D parallel-beam transpose of `batch` sinograms: `c = w · y` per ray
+    /// (`joseph_weigh2_f32`, the scattering transpose's product), then the tiles.
+    /// `sino` and `vol` are device addresses of `batch` sinograms and volumes of this geometry
+    /// (the callers' checks).
+    fn transpose2_tiles(&self, sino: u64, vol: u64, g: &Tables2, batch: usize) -> Result<()> {
+        let rays = self.params.nviews as usize * self.params.nu as usize;
+        let total = rays * batch;
+        let (Ok(n), Ok(per)) = (u32::try_from(total), u32::try_from(rays)) else {
+            return Err(Error::Unsupported(format!(
+                "a batch of {batch} sinograms of {rays} rays exceeds the 2D transpose's range"
+            )));
+        };
+        let mut cw = self.ctx.alloc_raw::<f32>(total)?;
+        let weigh = "joseph_weigh2_f32";
+        let fw = self.ctx.function(&RAY, weigh)?;
+        {
+            let stream = self.ctx.stream();
+            let mut b = stream.launch_builder(&fw);
+            b.arg(&sino).arg(&g.weights).arg(&mut cw).arg(&n).arg(&per);
+            // SAFETY: the signature is (const float* sino, const float* weights, float* c,
+            // unsigned n, unsigned rays); `sino` and `cw` hold n = batch × rays values (< 2³²,
+            // checked), `weights` one per ray.
+            unsafe { b.launch(self.ctx.launch_cfg(total)) }.map_err(driver_err(weigh))?;
+        }
+        self.launch_tile2(&cw, vol, g, batch)
+    }
+
+    /// Launches `joseph_backward2_tile_f32` over `batch` entries: `cw` holds `batch` rows of
+    /// `w · y` (one value per ray each), `vol` `batch` volumes. Blocks of 256 threads own tiles
+    /// of 16 × 16 pixels; where the tiles of the batch would not fill the GPU twice over, the
+    /// views are split over `split` blocks per tile whose sums are added into the zeroed volume.
+    fn launch_tile2(&self, cw: &CudaSlice<f32>, vol: u64, g: &Tables2, batch: usize) -> Result<()> {
+        const TILE: u64 = 16;
+        const THREADS: u32 = 256;
+        let name = "joseph_backward2_tile_f32";
+        let f = self.ctx.function(&RAY, name)?;
+        let (n0, n1) = (self.params.shape[0] as u64, self.params.shape[1] as u64);
+        let tiles = n0.div_ceil(TILE) * n1.div_ceil(TILE);
+        let blocks = tiles * batch as u64;
+        // Two waves of 8 blocks of 256 threads per multiprocessor, views split at most 16 ways
+        // and into shares of at least 8 views.
+        let want = 2 * 8 * u64::from(self.ctx.sm_count());
+        let max_split = (self.params.nviews as u64 / 8).clamp(1, 16);
+        let split = want.div_ceil(blocks.max(1)).clamp(1, max_split);
+        let (Ok(gx), Ok(gz)) = (u32::try_from(tiles), u16::try_from(batch)) else {
+            return Err(Error::Unsupported(format!(
+                "{name}: {tiles} tiles × a batch of {batch} exceed the launch grid"
+            )));
+        };
+        if gx == 0 || gz == 0 {
+            return Ok(());
+        }
+        let stream = self.ctx.stream();
+        if split > 1 {
+            let voxels = (n0 * n1) as usize * batch;
+            self.zero(vol, voxels, "clearing the volume")?;
+        }
+        let split_arg = split as i32;
+        let cfg = LaunchConfig {
+            grid_dim: (gx, split as u32, u32::from(gz)),
+            block_dim: (THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut b = stream.launch_builder(&f);
+        b.arg(cw)
+            .arg(&vol)
+            .arg(&g.rays)
+            .arg(&g.info)
+            .arg(&self.params)
+            .arg(&split_arg);
+        // SAFETY: the signature is (const float* cw, float* vol, const Ray2*, const View2*,
+        // RayParams, int split); `cw` holds `batch` rows of one value per ray of this geometry
+        // and `vol` `batch` volumes (checked by the callers), the tables were built for it by
+        // `setup_tables2`; 32-bit pixel indices (fits_i32) and planes below 32768; blocks of 256
+        // threads (the launch bounds), one per tile of 16 × 16 pixels, view share and entry.
+        unsafe { b.launch(cfg) }.map_err(driver_err(name))?;
+        Ok(())
     }
 }

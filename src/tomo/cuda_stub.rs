@@ -19,11 +19,6 @@ impl CudaRay {
         Err(unavailable())
     }
 
-    /// The device ordinal.
-    pub(crate) fn device(&self) -> usize {
-        match self.0 {}
-    }
-
     /// The most entries of a batch in one launch sequence.
     pub(crate) fn max_batch(&self) -> usize {
         match self.0 {}

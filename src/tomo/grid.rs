@@ -30,4 +30,14 @@ impl Grid {
         }
         grid
     }
+
+    /// The cells `cells` along axis 0 of this grid: the same cell sides and inverse sides, bit
+    /// for bit (so every ray keeps its dominant axis, which a partition of the slab's extent
+    /// could change by a rounding of its cell side), the lower corner moved to the slab's.
+    pub(crate) fn slab(&self, cells: std::ops::Range<usize>) -> Self {
+        let mut grid = *self;
+        grid.shape[0] = cells.len();
+        grid.min[0] = self.min[0] + cells.start as f64 * self.h[0];
+        grid
+    }
 }

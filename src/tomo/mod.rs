@@ -1,5 +1,6 @@
 //! Tomography: acquisition geometries (ODL conventions), the ray transform with an exact adjoint
-//! (its factory, and its views split across several devices), and phantoms.
+//! (its factory, its views split across several devices, and the planner that splits it into
+//! pieces of volume slabs and view groups), and phantoms.
 
 mod backend;
 mod cpu;
@@ -8,6 +9,11 @@ mod cuda;
 #[cfg(not(feature = "cuda"))]
 #[path = "cuda_stub.rs"]
 mod cuda;
+#[cfg(feature = "cuda")]
+mod cuda_pieces;
+#[cfg(not(feature = "cuda"))]
+#[path = "cuda_pieces_stub.rs"]
+mod cuda_pieces;
 pub mod fbp;
 pub mod geometry;
 mod grid;
@@ -16,10 +22,12 @@ pub mod phantom;
 mod projector;
 mod ray_factory;
 mod ray_transform;
+pub mod split;
 
-pub use backend::{Backend, CpuOptions, CudaOptions};
+pub use backend::{Backend, CpuOptions, CudaOptions, PieceLayout};
 pub use fbp::{
-    fbp_filter_op, fbp_op, fbp_op_with, FbpFilter, FbpOptions, FilterType, GpuFilterMethod,
+    fbp_filter_op, fbp_op, fbp_op_views, fbp_op_with, FbpFilter, FbpOptions, FilterType,
+    GpuFilterMethod,
 };
 pub use geometry::{
     cone_beam_geometry, parallel_beam_geometry, Beam, Geometry, GeometryKind, GeometrySpec,

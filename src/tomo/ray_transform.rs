@@ -50,9 +50,24 @@ impl<T: Scalar> RayTransform<T> {
     /// A ray transform on the discretised volume `domain` for `geometry`, computing on
     /// `backend`.
     ///
+    /// The range lives on the domain's device, with one exception: on the CUDA backend, a
+    /// device-resident domain whose data (the range's elements) would take more than the
+    /// memory budget ([`CudaOptions`](super::CudaOptions)) gets a host-resident range, and
+    /// the transform streams the data's view groups through the budget while the volume stays
+    /// on the device (see [`RayTransform::pieces`]). A host domain always has a host range.
+    ///
     /// Errors when the domain is not a discretised space of the geometry's dimension, when the
     /// backend cannot be used, or when a CUDA domain's device differs from the backend's.
     pub fn new(domain: Space<T>, geometry: Geometry, backend: Backend) -> Result<Self> {
+        let grid = Grid::of(Self::check_domain(&domain, &geometry)?);
+        Self::on_grid(domain, geometry, backend, grid)
+    }
+
+    /// The partition of `domain`, checked to be a discretised space of `geometry`'s dimension.
+    pub(crate) fn check_domain<'a>(
+        domain: &'a Space<T>,
+        geometry: &Geometry,
+    ) -> Result<&'a crate::UniformPartition> {
         let part = domain.partition().map_err(|_| {
             Error::invalid(format!(
                 "the ray transform needs a discretised (uniform_discr) volume, got {domain}"
@@ -65,14 +80,23 @@ impl<T: Scalar> RayTransform<T> {
                 geometry.ndim()
             )));
         }
-        let grid = Grid::of(part);
-        let range = Space::<T>::from_partition(geometry.data_partition().clone());
-        let range = if domain.device() == Device::Cpu {
-            range
-        } else {
-            range.with_device(domain.device())?
-        };
+        Ok(part)
+    }
+
+    /// [`Self::new`] with the projectors set up on `grid` (the domain's shape; for a slab of a
+    /// larger volume, that volume's cell sides: see [`super::split`]).
+    pub(crate) fn on_grid(
+        domain: Space<T>,
+        geometry: Geometry,
+        backend: Backend,
+        grid: Grid,
+    ) -> Result<Self> {
         let projector = projector::build::<T>(&backend, domain.device(), geometry.vec(), &grid)?;
+        let range = Space::<T>::from_partition(geometry.data_partition().clone());
+        let range = match projector.range_device() {
+            Device::Cpu => range,
+            d => range.with_device(d)?,
+        };
         let adjoint_scale = range.weight()? / domain.weight()?;
         Ok(Self {
             inner: Arc::new(Inner {
@@ -89,6 +113,24 @@ impl<T: Scalar> RayTransform<T> {
     /// The geometry.
     pub fn geometry(&self) -> &Geometry {
         &self.inner.geometry
+    }
+
+    /// The pieces the transform computes in — slabs along the volume's first axis × view
+    /// groups — where it splits its work: a host-resident domain or range on the CUDA backend,
+    /// planned at construction under the memory budget ([`CudaOptions`](super::CudaOptions)).
+    /// `None` where it computes the whole at once (the CPU backend, device-resident domain and
+    /// range).
+    ///
+    /// ```
+    /// use rodl::tomo::{parallel_beam_geometry, Backend, RayTransform};
+    /// use rodl::uniform_discr;
+    /// let space = uniform_discr::<f32>(&[-1.0, -1.0], &[1.0, 1.0], &[16, 16])?;
+    /// let ray = RayTransform::new(space.clone(), parallel_beam_geometry(&space, Some(8))?, Backend::default())?;
+    /// assert!(ray.pieces().is_none());
+    /// # Ok::<(), rodl::Error>(())
+    /// ```
+    pub fn pieces(&self) -> Option<super::PieceLayout> {
+        self.inner.projector.pieces()
     }
 }
 

@@ -216,9 +216,46 @@ fn toolchain_versions() -> Option<((i32, i32), i32)> {
 }
 
 /// Pinned host memory (page-locked, cached) owned by rodl.
-struct PinnedBuf {
+pub(crate) struct PinnedBuf {
     ptr: *mut u8,
     len: usize,
+}
+
+impl PinnedBuf {
+    /// `len` bytes of pinned host memory for transfers on `ctx`'s device.
+    /// Running out is [`Error::OutOfMemory`] on the host.
+    pub(crate) fn new(ctx: &DeviceCtx, len: usize) -> Result<Self> {
+        let what = "pinned staging memory";
+        crate::memory::check_host_bytes(what, len as u128)?;
+        ctx.bind()?;
+        // SAFETY: cuMemHostAlloc of `len` bytes, freed in PinnedBuf::drop.
+        let ptr = unsafe { cudarc::driver::result::malloc_host(len.max(1), 0) }.map_err(|e| {
+            if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY {
+                Error::OutOfMemory {
+                    what: what.into(),
+                    bytes: len as u128,
+                    limit: crate::memory::host_memory_limit(),
+                    device: crate::Device::Cpu,
+                }
+            } else {
+                driver_err("allocating pinned staging memory")(e)
+            }
+        })?;
+        Ok(PinnedBuf {
+            ptr: ptr as *mut u8,
+            len,
+        })
+    }
+
+    /// The start of the buffer.
+    pub(crate) fn ptr(&self) -> *mut u8 {
+        self.ptr
+    }
+
+    /// Its length in bytes.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
 }
 
 // SAFETY: the buffer is plain memory, only touched while its owner's mutex is held.
@@ -427,6 +464,14 @@ impl DeviceCtx {
             .map_err(driver_err("making the CUDA context current"))
     }
 
+    /// The device's free and total memory in bytes (`cuMemGetInfo`).
+    pub(crate) fn memory_info(&self) -> Result<(u64, u64)> {
+        self.bind()?;
+        cudarc::driver::result::mem_get_info()
+            .map(|(free, total)| (free as u64, total as u64))
+            .map_err(driver_err("querying the device memory"))
+    }
+
     /// Waits until all work queued on the device's stream has finished.
     pub(crate) fn synchronize(&self) -> Result<()> {
         self.stream
@@ -571,13 +616,13 @@ impl DeviceCtx {
         let oom = sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY;
         match f() {
             Err(e) if e.0 == oom => {
-                if let Some(pool) = self.pool {
-                    let _ = self.stream.synchronize();
-                    // SAFETY: the pool handle came from cuDeviceGetDefaultMemPool.
-                    let _ = unsafe { sys::cuMemPoolTrimTo(pool as sys::CUmemoryPool, 0) };
-                }
+                self.trim_pool();
                 match f() {
                     Err(e) if e.0 == oom => {
+                        // A failed stream-ordered allocation can leave what it reserved in the
+                        // pool (seen on an H200: 3 MB free after a 268 GB request failed);
+                        // give it back, so that the error leaves the device as it was.
+                        self.trim_pool();
                         let free = cudarc::driver::result::mem_get_info()
                             .map(|(free, _)| free as u64)
                             .unwrap_or(0);
@@ -592,6 +637,15 @@ impl DeviceCtx {
                 }
             }
             r => r.map_err(driver_err(what)),
+        }
+    }
+
+    /// Returns the memory the pool keeps for reuse to the device (after the queued work).
+    fn trim_pool(&self) {
+        if let Some(pool) = self.pool {
+            let _ = self.stream.synchronize();
+            // SAFETY: the pool handle came from cuDeviceGetDefaultMemPool.
+            let _ = unsafe { sys::cuMemPoolTrimTo(pool as sys::CUmemoryPool, 0) };
         }
     }
 
@@ -676,7 +730,7 @@ pub(crate) struct StagingGuard<'a> {
 ///
 /// # Safety
 /// `src` and `dst` must be valid for `len` bytes and must not overlap.
-unsafe fn par_copy(src: *const u8, dst: *mut u8, len: usize) {
+pub(crate) unsafe fn par_copy(src: *const u8, dst: *mut u8, len: usize) {
     use rayon::prelude::*;
     const PIECE: usize = 1 << 20;
     // SAFETY: the caller guarantees both ranges are valid for `len` bytes and disjoint.

@@ -49,8 +49,8 @@ mod tensor;
 
 #[allow(unused_imports)]
 pub(crate) use context::{
-    device_count, device_ctx, driver_err, DeviceCtx, Dtype, KernelSource, BLOCK, STAGING_MIN_BYTES,
-    VECTOR_OPS,
+    device_count, device_ctx, driver_err, par_copy, DeviceCtx, Dtype, KernelSource, PinnedBuf,
+    BLOCK, STAGING_MIN_BYTES, VECTOR_OPS,
 };
 pub(crate) use tensor::DeviceTensor;
 
@@ -78,6 +78,10 @@ impl super::Runtime for Cuda {
 
     fn synchronize(id: usize) -> crate::Result<()> {
         device_ctx(id)?.synchronize()
+    }
+
+    fn memory_info(id: usize) -> crate::Result<(u64, u64)> {
+        device_ctx(id)?.memory_info()
     }
 
     unsafe fn ordered_with_stream(

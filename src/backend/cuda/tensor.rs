@@ -140,6 +140,17 @@ impl<T: Scalar> DeviceTensor<T> {
         ptr
     }
 
+    /// The device address of the data (for work queued on the device's stream, which orders
+    /// it after the tensor's earlier work).
+    pub(crate) fn device_addr(&self) -> u64 {
+        self.buf.device_ptr(self.ctx.stream()).0
+    }
+
+    /// The ordinal of the tensor's GPU.
+    pub(crate) fn device_ordinal(&self) -> usize {
+        self.ctx.id()
+    }
+
     /// Number of entries.
     pub(crate) fn len(&self) -> usize {
         self.len

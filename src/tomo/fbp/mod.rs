@@ -75,6 +75,7 @@ mod cuda;
 #[cfg(feature = "cuda")]
 mod cufft;
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -201,10 +202,72 @@ pub fn fbp_op_with<T: Scalar>(
     geometry: &Geometry,
     options: &FbpOptions,
 ) -> Result<LinOp<T>> {
+    fbp_op_views(ray_trafo, geometry, 0..geometry.vec().num_views(), options)
+}
+
+/// The part of [`fbp_op_with`] that reconstructs from the views `views` of `geometry`:
+/// `ray_trafo` is a ray transform of those views only (its range their data, e.g. a piece of
+/// [`split`](crate::tomo::split) on a slab of the volume), and the filter and weights are those
+/// of the whole scan restricted to the views (the filter works on each view's rows on their
+/// own). So the FBP of the whole scan is the sum of these operators over a partition of the
+/// views, and on a slab of the volume the FBP of that slab: the way to reconstruct data larger
+/// than memory piece by piece.
+///
+/// Errors as [`fbp_op_with`] does, and when the views are empty, not within the scan, or not
+/// those of `ray_trafo`'s range.
+///
+/// ```
+/// use rodl::tomo::{fbp_op, fbp_op_views, parallel_beam_geometry, Backend, FbpOptions, RayTransform};
+/// use rodl::{uniform_discr, Operator};
+/// let space = uniform_discr::<f64>(&[-1.0, -1.0], &[1.0, 1.0], &[24, 24])?;
+/// let geometry = parallel_beam_geometry(&space, Some(30))?;
+/// let ray = RayTransform::new(space.clone(), geometry.clone(), Backend::default())?;
+/// let y = ray.apply(&space.one()?)?;
+/// let whole = fbp_op(&ray, &FbpOptions::default())?.apply(&y)?;
+/// let mut sum = space.zero()?;
+/// for views in [0..12, 12..30] {
+///     let part = RayTransform::new(space.clone(), geometry.select_views(views.clone())?, Backend::default())?;
+///     let rows = y.as_slice()?[views.start * 35..views.end * 35].to_vec();
+///     let x = fbp_op_views(&part, &geometry, views, &FbpOptions::default())?
+///         .apply(&part.range().element_from_vec(rows)?)?;
+///     space.lincomb(1.0, &sum.try_clone()?, 1.0, &x, &mut sum)?;
+/// }
+/// assert!(space.dist(&sum, &whole)? <= 1e-12 * space.norm(&whole)?);
+/// # Ok::<(), rodl::Error>(())
+/// ```
+pub fn fbp_op_views<T: Scalar>(
+    ray_trafo: &dyn LinearOperator<T>,
+    geometry: &Geometry,
+    views: Range<usize>,
+    options: &FbpOptions,
+) -> Result<LinOp<T>> {
+    let n = geometry.vec().num_views();
+    if views.start >= views.end || views.end > n {
+        return Err(Error::invalid(format!(
+            "fbp_op_views: the view range {views:?} is empty or not within 0..{n}"
+        )));
+    }
     let data = ray_trafo.range().clone();
-    let (setup, plan, row) = operator::prepare(&data, geometry, options, true)?;
+    let mut want = geometry.data_shape();
+    want[0] = views.len();
+    if data.shape()? != want.as_slice() {
+        return Err(Error::shape(
+            "fbp_op_views: the ray transform's data",
+            &want,
+            data.shape()?,
+        ));
+    }
+    // The whole scan's set-up and plan, on a host space of its data shape (for the checks).
+    let whole = crate::Space::<T>::from_partition(geometry.data_partition().clone());
+    let (setup, plan, row) = operator::prepare(&whole, geometry, options, true)?;
+    let nu = setup.nu;
+    let setup = setup.views(&views);
     let backward = ray_trafo.adjoint()?;
-    let filter = |term| -> Result<LinOp<T>> {
+    let filter = |term: weights::Term| -> Result<LinOp<T>> {
+        let term = weights::Term {
+            before: term.before.views(&views, nu),
+            after: term.after.views(&views, nu),
+        };
         Ok(Arc::new(FbpFilter::from_term(
             data.clone(),
             Arc::clone(&row),

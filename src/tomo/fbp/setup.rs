@@ -247,6 +247,19 @@ impl Setup {
         })
     }
 
+    /// The scan of the views `views` only (in range), as the filter of those views' data sees
+    /// it: the angle interval stays the whole scan's (its weights and constants are the whole
+    /// scan's), the per-view parts are those views'.
+    pub(crate) fn views(&self, views: &std::ops::Range<usize>) -> Setup {
+        let mut s = self.clone();
+        s.nviews = views.len();
+        s.betas = self.betas[views.clone()].to_vec();
+        if let Source::Point { central, .. } = &mut s.source {
+            *central = central[views.clone()].to_vec();
+        }
+        s
+    }
+
     /// Whether the angles cover a full turn (up to rounding).
     pub(crate) fn full_turn(&self) -> bool {
         self.alen >= 2.0 * PI * (1.0 - 1e-9)

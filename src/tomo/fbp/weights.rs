@@ -16,6 +16,17 @@ pub(crate) struct Weights {
 }
 
 impl Weights {
+    /// The weights of the views `views` (of `nu` columns each): the per-view factor's rows.
+    pub(crate) fn views(&self, views: &std::ops::Range<usize>, nu: usize) -> Weights {
+        Weights {
+            uv: self.uv.clone(),
+            au: self
+                .au
+                .as_ref()
+                .map(|au| au[views.start * nu..views.end * nu].to_vec()),
+        }
+    }
+
     /// The weight of view `a`, column `i`, row `j`.
     #[inline]
     pub(crate) fn at(&self, a: usize, i: usize, j: usize, nu: usize, nv: usize) -> f64 {

@@ -69,6 +69,10 @@ impl<T: Scalar> Projector<T> for CpuProjector {
         Ok(())
     }
 
+    fn range_device(&self) -> crate::Device {
+        crate::Device::Cpu
+    }
+
     fn transpose(&self, sino: &Storage<T>, vol: &mut Storage<T>) -> Result<()> {
         let sino = host(sino, "sinogram")?;
         let vol = host_mut(vol, "volume")?;

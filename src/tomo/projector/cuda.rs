@@ -1,18 +1,47 @@
 //! The CUDA projector: the Joseph kernels of `kernels/ray_joseph.cu` (f32) on one GPU.
-//! Device data stay on the device; host data are copied in and the result copied out
-//! (ODL-compatible).
+//!
+//! A device-resident domain computes on its data in place. A host-resident one (ODL's way)
+//! computes in pieces planned at construction under the memory budget of the
+//! [`CudaOptions`] ([`crate::tomo::split`] plans the view groups and volume slabs,
+//! `tomo/cuda_pieces.rs` streams them through pinned staging buffers on two copy streams):
+//! one piece when everything fits, with the views of a 3D problem still cut into a few groups
+//! so that the transfers of one group overlap the kernels of another. A device-resident domain
+//! whose data exceed the budget keeps its volume in place and gets a host-resident range,
+//! streamed in view groups.
+//!
+//! Which mixes a call takes: the domain's and the range's elements where the spaces put them
+//! (host and host; device and device; a device volume with host data when the budget forces
+//! it). The piece runner itself takes any mix of host and device input and output.
 
 use super::Projector;
 use crate::backend::cuda::DeviceTensorOf;
 use crate::storage::Storage;
+use crate::tomo::backend::{CudaOptions, PieceLayout};
 use crate::tomo::cuda::CudaRay;
+use crate::tomo::cuda_pieces::{In, Out, PieceRunner};
 use crate::tomo::geometry::VecGeometry;
 use crate::tomo::grid::Grid;
-use crate::{Error, Result, Scalar};
+use crate::tomo::split::{plan, Piece, SplitPlan, SplitProblem};
+use crate::{Device, Error, Result, Scalar};
+
+/// View groups a 3D host-data transform is cut into at least, so that the copies of one group
+/// overlap the kernels of the next.
+const OVERLAP_GROUPS: usize = 4;
+
+/// How the projector computes.
+enum Exec {
+    /// On device-resident data, in place.
+    Whole(CudaRay),
+    /// On host-resident data, in pieces.
+    Pieces(PieceRunner),
+}
 
 /// The GPU projector of one device.
 pub(crate) struct CudaProjector {
-    ray: CudaRay,
+    id: usize,
+    exec: Exec,
+    /// Where the data live: the domain's device, or the host when they exceed the budget.
+    range: Device,
 }
 
 fn not_f32<T: Scalar>() -> Error {
@@ -22,14 +51,168 @@ fn not_f32<T: Scalar>() -> Error {
     ))
 }
 
+/// Whether the forward kernels of the pieces add into their rows (see
+/// `CudaRay::forward_adds`), so that a forward needs no scratch rows; decided on the whole grid,
+/// which no slab exceeds.
+fn forward_adds(geom: &VecGeometry, grid: &Grid) -> bool {
+    let [n0, n1, n2] = grid.shape.map(|n| n as u128);
+    geom.ndim() == 3 && geom.nv() >= 32 && n0 * n1 * n2 + n1 * n2 + n2 + 1 < i32::MAX as u128
+}
+
+/// The slabs and view groups of a host-data transform of `geom` on `grid` under `budget`
+/// bytes of GPU `id`: the whole problem when the volume and the data fit (the views of a 3D
+/// problem in [`OVERLAP_GROUPS`] groups); else the whole volume with the views in groups when
+/// the volume fits beside two groups' data; else the planner's pieces with two buffers of each
+/// kind (one in transfer, one in use) and, where a forward piece stores instead of adding, a
+/// third of the data's for its scratch rows.
+fn plan_pieces(id: usize, budget: u64, geom: &VecGeometry, grid: &Grid) -> Result<PieceLayout> {
+    let ndim = geom.ndim();
+    let views = geom.num_views();
+    let problem = SplitProblem::new(&grid.shape[..ndim], views, geom.nu() * geom.nv(), 4)
+        .on(Device::Cuda(id));
+    let n0 = grid.shape[0];
+    let whole = Piece {
+        views: 0..views,
+        slab: 0..n0,
+    };
+    if problem.piece_bytes(&whole) <= budget as u128 {
+        let groups = if ndim == 3 {
+            OVERLAP_GROUPS.min(views)
+        } else {
+            1
+        };
+        // The planner's own split for a budget that holds the volume and one group's rows.
+        let one_group = Piece {
+            views: 0..views.div_ceil(groups),
+            slab: 0..n0,
+        };
+        let bytes = problem.piece_bytes(&one_group).min(u64::MAX as u128) as u64;
+        return Ok(layout(&plan(&problem, bytes)?));
+    }
+    // A volume that fits beside two buffers of one view's data stays whole: only the views are
+    // grouped, each group's rays set up exactly as in the whole transform (slabs form their
+    // interpolation coordinates from the slab's corner: the same taps, with weights that
+    // differ in the last bits), and the volume crosses the bus once.
+    let volume_bytes = problem.piece_bytes(&Piece {
+        views: 0..0,
+        slab: 0..n0,
+    });
+    let per_view = 4 * (geom.nu() * geom.nv()) as u128;
+    if volume_bytes + 2 * per_view <= budget as u128 {
+        return plan_view_groups(id, budget - volume_bytes as u64, geom, grid);
+    }
+    let data_buffers = if forward_adds(geom, grid) { 2 } else { 3 };
+    Ok(layout(&plan(
+        &problem.with_buffers(2, data_buffers),
+        budget,
+    )?))
+}
+
+/// The view groups of a device-resident volume (used in place, one slab) whose data stream
+/// through `budget` bytes of GPU `id` in two buffers: the planner's groups for a problem whose
+/// volume is a single cell (the volume costs the budget nothing).
+fn plan_view_groups(
+    id: usize,
+    budget: u64,
+    geom: &VecGeometry,
+    grid: &Grid,
+) -> Result<PieceLayout> {
+    let problem = SplitProblem::new(&[1], geom.num_views(), geom.nu() * geom.nv(), 4)
+        .with_buffers(1, 2)
+        .on(Device::Cuda(id));
+    let p = plan(&problem, budget.saturating_add(4))?;
+    Ok(PieceLayout {
+        slabs: std::iter::once(0..grid.shape[0]).collect(),
+        view_groups: p.view_groups().to_vec(),
+    })
+}
+
+fn layout(p: &SplitPlan) -> PieceLayout {
+    PieceLayout {
+        slabs: p.slabs().to_vec(),
+        view_groups: p.view_groups().to_vec(),
+    }
+}
+
 impl CudaProjector {
-    /// Uploads the geometry to GPU `id` and compiles the kernels; errors unless `T` is `f32`.
-    pub(crate) fn new<T: Scalar>(id: usize, geometry: &VecGeometry, grid: &Grid) -> Result<Self> {
+    /// Uploads the geometry to GPU `opts.device` and compiles the kernels; for a host-resident
+    /// `domain`, plans the pieces under the budget. Errors unless `T` is `f32`, and with
+    /// [`Error::OutOfMemory`] when not even the smallest pieces fit the budget.
+    pub(crate) fn new<T: Scalar>(
+        opts: &CudaOptions,
+        domain: Device,
+        geometry: &VecGeometry,
+        grid: &Grid,
+    ) -> Result<Self> {
         if T::as_f32_slice(&[]).is_none() {
             return Err(not_f32::<T>());
         }
-        Ok(Self {
-            ray: CudaRay::new(id, geometry, grid)?,
+        let id = opts.device;
+        let (free, _) = Device::Cuda(id).memory_info()?;
+        let budget = opts.budget_for(free);
+        let data_bytes =
+            4 * (geometry.num_views() as u128) * (geometry.nu() * geometry.nv()) as u128;
+        let host_volume = !domain.is_cuda();
+        let host_data = host_volume || data_bytes > budget as u128;
+        let exec = if !host_data {
+            Exec::Whole(CudaRay::new(id, geometry, grid)?)
+        } else {
+            let pieces = if host_volume {
+                plan_pieces(id, budget, geometry, grid)?
+            } else {
+                plan_view_groups(id, budget, geometry, grid)?
+            };
+            let runner = PieceRunner::new(id, geometry, grid, pieces.slabs, pieces.view_groups)?;
+            let need = runner
+                .device_bytes(host_volume, true, true)
+                .max(runner.device_bytes(host_volume, true, false));
+            if need > budget as u128 {
+                return Err(Error::OutOfMemory {
+                    what: format!(
+                        "the ray transform's pieces ({} slabs × {} view groups)",
+                        runner.slabs().len(),
+                        runner.groups().len()
+                    ),
+                    bytes: need,
+                    limit: budget,
+                    device: Device::Cuda(id),
+                });
+            }
+            Exec::Pieces(runner)
+        };
+        let range = if host_data { Device::Cpu } else { domain };
+        Ok(Self { id, exec, range })
+    }
+
+    fn wrong<T: Scalar>(&self, what: &str, x: &Storage<T>, out: &Storage<T>) -> Error {
+        Error::DeviceMismatch {
+            context: what.into(),
+            expected: format!("cuda:{} (or the host)", self.id),
+            got: format!("{} and {}", x.device(), out.device()),
+        }
+    }
+
+    fn input<'a, T: Scalar>(&self, s: &'a Storage<T>) -> Result<Option<In<'a>>> {
+        Ok(match s {
+            Storage::Host(h) => Some(In::Host(
+                T::as_f32_slice(h.slice()).ok_or_else(not_f32::<T>)?,
+            )),
+            Storage::Cuda(d) => {
+                let d = T::as_f32::<DeviceTensorOf>(d).ok_or_else(not_f32::<T>)?;
+                (d.device_ordinal() == self.id).then(|| In::Device(d.device_addr()))
+            }
+        })
+    }
+
+    fn output<'a, T: Scalar>(&self, s: &'a mut Storage<T>) -> Result<Option<Out<'a>>> {
+        Ok(match s {
+            Storage::Host(h) => Some(Out::Host(
+                T::as_f32_slice_mut(h.slice_mut()).ok_or_else(not_f32::<T>)?,
+            )),
+            Storage::Cuda(d) => {
+                let d = T::as_f32_mut::<DeviceTensorOf>(d).ok_or_else(not_f32::<T>)?;
+                (d.device_ordinal() == self.id).then(|| Out::Device(d.device_addr()))
+            }
         })
     }
 
@@ -45,15 +228,31 @@ impl CudaProjector {
         } else {
             "RayTransform (CUDA)"
         };
-        Storage::on_gpu(self.ray.device(), x, out, what, |a, b| {
-            let a = T::as_f32::<DeviceTensorOf>(a).ok_or_else(not_f32::<T>)?;
-            let b = T::as_f32_mut::<DeviceTensorOf>(b).ok_or_else(not_f32::<T>)?;
-            if transpose {
-                self.ray.transpose_batch(a, b, batch)
-            } else {
-                self.ray.forward_batch(a, b, batch)
+        match &self.exec {
+            Exec::Whole(ray) => Storage::on_gpu(self.id, x, out, what, |a, b| {
+                let a = T::as_f32::<DeviceTensorOf>(a).ok_or_else(not_f32::<T>)?;
+                let b = T::as_f32_mut::<DeviceTensorOf>(b).ok_or_else(not_f32::<T>)?;
+                if transpose {
+                    ray.transpose_batch(a, b, batch)
+                } else {
+                    ray.forward_batch(a, b, batch)
+                }
+            }),
+            Exec::Pieces(_) if batch != 1 => Err(Error::Unsupported(format!(
+                "{what}: a batch of {batch} with the data in pieces"
+            ))),
+            Exec::Pieces(runner) => {
+                let err = self.wrong(what, x, out);
+                let (Some(a), Some(b)) = (self.input(x)?, self.output(out)?) else {
+                    return Err(err);
+                };
+                if transpose {
+                    runner.transpose(a, b)
+                } else {
+                    runner.forward(a, b)
+                }
             }
-        })
+        }
     }
 }
 
@@ -67,7 +266,10 @@ impl<T: Scalar> Projector<T> for CudaProjector {
     }
 
     fn max_batch(&self) -> usize {
-        self.ray.max_batch()
+        match &self.exec {
+            Exec::Whole(ray) => ray.max_batch(),
+            Exec::Pieces(_) => 1,
+        }
     }
 
     fn forward_batch(&self, vol: &Storage<T>, sino: &mut Storage<T>, batch: usize) -> Result<()> {
@@ -76,5 +278,118 @@ impl<T: Scalar> Projector<T> for CudaProjector {
 
     fn transpose_batch(&self, sino: &Storage<T>, vol: &mut Storage<T>, batch: usize) -> Result<()> {
         self.run(sino, vol, true, batch)
+    }
+
+    fn range_device(&self) -> Device {
+        self.range
+    }
+
+    fn pieces(&self) -> Option<PieceLayout> {
+        match &self.exec {
+            Exec::Whole(_) => None,
+            Exec::Pieces(r) => Some(PieceLayout {
+                slabs: r.slabs().to_vec(),
+                view_groups: r.groups().to_vec(),
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tomo::geometry::Geometry;
+    use crate::UniformPartition;
+
+    fn cone(n: usize, views: usize, rows: usize) -> (VecGeometry, Grid) {
+        let part = |lo: &[f64], hi: &[f64], n: &[usize]| UniformPartition::new(lo, hi, n).unwrap();
+        let g = Geometry::cone_flat(
+            &part(&[0.0], &[std::f64::consts::TAU], &[views]),
+            &part(&[-3.0, -3.0], &[3.0, 3.0], &[3 * n / 2, rows]),
+            4.0,
+            4.0,
+            0.0,
+            [0.0, 0.0, 1.0],
+            [0.0, 0.0],
+        )
+        .unwrap();
+        let grid = Grid::of(&part(&[-1.0; 3], &[1.0; 3], &[n, n, n]));
+        (g.vec().clone(), grid)
+    }
+
+    /// The device bytes the runner takes for a layout (as `PieceRunner::device_bytes`).
+    fn resident(l: &PieceLayout, g: &VecGeometry, grid: &Grid, scratch: bool) -> u128 {
+        let two = |n: usize| if n > 1 { 2u128 } else { 1 };
+        let slab = l.slabs.iter().map(|s| s.len()).max().unwrap() * grid.shape[1] * grid.shape[2];
+        let rows = l.view_groups.iter().map(|v| v.len()).max().unwrap() * g.nu() * g.nv();
+        let extra = if scratch && l.slabs.len() > 1 {
+            rows as u128
+        } else {
+            0
+        };
+        4 * (two(l.slabs.len()) * slab as u128 + two(l.view_groups.len()) * rows as u128 + extra)
+    }
+
+    fn covers(r: &[std::ops::Range<usize>], n: usize) -> bool {
+        r[0].start == 0
+            && r.last().unwrap().end == n
+            && r.windows(2).all(|w| w[0].end == w[1].start)
+    }
+
+    #[test]
+    fn whole_problems_are_one_slab_in_overlapping_view_groups() {
+        let (g, grid) = cone(32, 40, 32);
+        let l = plan_pieces(0, 1 << 30, &g, &grid).unwrap();
+        assert_eq!(l.slabs, vec![0..32]);
+        assert_eq!(l.view_groups.len(), OVERLAP_GROUPS);
+        assert!(covers(&l.view_groups, 40));
+        // Within the budget with its two streamed data buffers.
+        let whole = 4 * (32u128 * 32 * 32 + 40 * 48 * 32);
+        assert!(resident(&l, &g, &grid, false) <= whole);
+    }
+
+    #[test]
+    fn small_budgets_give_pieces_within_them() {
+        for (rows, adds) in [(32, true), (16, false)] {
+            let (g, grid) = cone(32, 40, rows);
+            assert_eq!(forward_adds(&g, &grid), adds);
+            let whole = 4 * (32u64 * 32 * 32 + 40 * 48 * rows as u64);
+            for div in [2, 3, 7, 12] {
+                let budget = whole / div;
+                let l = plan_pieces(0, budget, &g, &grid).unwrap();
+                assert!(l.count() > 1, "{div}");
+                assert!(covers(&l.slabs, 32) && covers(&l.view_groups, 40));
+                let r = resident(&l, &g, &grid, !adds);
+                assert!(r <= budget as u128, "{div}: {r} > {budget}");
+            }
+        }
+    }
+
+    #[test]
+    fn volumes_that_fit_stay_whole_with_the_views_in_groups() {
+        let (g, grid) = cone(32, 40, 32);
+        let volume = 4 * 32u64 * 32 * 32;
+        let per_view = 4 * 48 * 32;
+        for budget in [volume + 2 * per_view, volume + 9 * per_view] {
+            let l = plan_pieces(0, budget, &g, &grid).unwrap();
+            assert_eq!((l.slabs.len(), l.slabs[0].clone()), (1, 0..32));
+            assert!(l.view_groups.len() > 1 && covers(&l.view_groups, 40));
+            assert!(resident(&l, &g, &grid, false) <= budget as u128);
+        }
+        // One byte less than the volume and two views' data: slabs.
+        let l = plan_pieces(0, volume + 2 * per_view - 1, &g, &grid).unwrap();
+        assert!(l.slabs.len() > 1);
+    }
+
+    #[test]
+    fn budgets_below_the_smallest_piece_are_out_of_memory() {
+        let (g, grid) = cone(32, 40, 32);
+        match plan_pieces(0, 1000, &g, &grid) {
+            Err(Error::OutOfMemory { limit, device, .. }) => {
+                assert_eq!(limit, 1000);
+                assert_eq!(device, Device::Cuda(0));
+            }
+            other => panic!("expected out of memory, got {other:?}"),
+        }
     }
 }

@@ -8,7 +8,7 @@
 mod cpu;
 mod cuda;
 
-use super::backend::Backend;
+use super::backend::{Backend, PieceLayout};
 use super::geometry::VecGeometry;
 use super::grid::Grid;
 use crate::storage::Storage;
@@ -44,6 +44,14 @@ pub(crate) trait Projector<T: Scalar>: Send + Sync {
             "this projector has no batched form (a batch of {batch})"
         )))
     }
+    /// The pieces the projector computes in, (slabs along axis 0, view groups), where it
+    /// splits the transform; `None` where it computes the whole at once.
+    fn pieces(&self) -> Option<PieceLayout> {
+        None
+    }
+    /// The device of the data (the range's elements); the domain's unless the projector
+    /// streams device-resident volumes' data through host memory.
+    fn range_device(&self) -> Device;
 }
 
 /// The projector for `backend` on a domain living on `domain`.
@@ -80,9 +88,7 @@ pub(crate) fn build<T: Scalar>(
             }
             Device::Cuda(opts.device).check_available()?;
             Ok(Box::new(cuda::CudaProjector::new::<T>(
-                opts.device,
-                geometry,
-                grid,
+                opts, domain, geometry, grid,
             )?))
         }
     }
