@@ -87,7 +87,10 @@ fn multi(c: &mut Criterion) {
             .skip(1)
             .filter(|a| !a.starts_with('-'))
             .collect();
-        args.is_empty() || args.iter().any(|a| id.contains(a.as_str()))
+        args.is_empty()
+            || args
+                .iter()
+                .any(|a| id.contains(a.as_str()) || a.contains(id.trim_start_matches("multi/")))
     };
 
     if filter_allows("multi/batch16_cone256") {
