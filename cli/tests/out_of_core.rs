@@ -393,3 +393,64 @@ fn npy_header(dict: &str) -> Vec<u8> {
     out.extend_from_slice(&header);
     out
 }
+
+/// The peak of the anonymous resident memory (`RssAnon`: not the mapped files) of `rodl`
+/// with `args` under `limit`, sampled every few milliseconds, in bytes.
+#[cfg(target_os = "linux")]
+fn peak_anon(args: &[&str], limit: Option<&str>) -> u64 {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rodl"));
+    cmd.args(args).env_remove("RODL_MEMORY_LIMIT");
+    if let Some(l) = limit {
+        cmd.env("RODL_MEMORY_LIMIT", l);
+    }
+    let mut child = cmd
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("cannot start the rodl binary");
+    let status = format!("/proc/{}/status", child.id());
+    let mut peak = 0;
+    loop {
+        if let Ok(text) = std::fs::read_to_string(&status) {
+            let kib = text
+                .lines()
+                .find_map(|l| l.strip_prefix("RssAnon:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok());
+            peak = peak.max(kib.unwrap_or(0) * 1024);
+        }
+        if let Some(st) = child.try_wait().unwrap() {
+            assert!(st.success(), "rodl {args:?} failed");
+            return peak;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(3));
+    }
+}
+
+/// In pieces, what the process allocates (its anonymous memory; the mapped files are the page
+/// cache's) stays under the limit, give or take the process's own 2 MiB, where the in-memory
+/// run holds the whole volume.
+#[cfg(target_os = "linux")]
+#[test]
+fn resident_memory_stays_under_the_limit() {
+    let dir = TempDir::new("rss");
+    let g = geometry(
+        &dir,
+        "g.json",
+        r#"{"volume": {"min_pt": [-1, -1, -1], "max_pt": [1, 1, 1], "shape": [160, 160, 160]},
+  "geometry": {"kind": "cone", "angles": {"min": 0, "max": 6.283185307179586, "count": 40},
+  "src_radius": 4, "det_radius": 2, "detector": {"min": [-2.5, -1.8], "max": [2.5, 1.8], "shape": [64, 64]}}}"#,
+    );
+    let (x, y, out) = (dir.path("x.npy"), dir.path("y.npy"), dir.path("out.npy"));
+    write_npy(&x, &random(&[160, 160, 160], 9).mapv(|v| v as f32)).unwrap();
+    write_npy(&y, &random(&[40, 64, 64], 10).mapv(|v| v as f32)).unwrap();
+    let limit = 8u64 << 20;
+    let whole = peak_anon(&["project", "-g", s(&g), "-i", s(&x), "-o", s(&out)], None);
+    assert!(whole > 16 << 20, "in memory: {whole}");
+    for (command, input) in [("project", &x), ("backproject", &y), ("fbp", &y)] {
+        let peak = peak_anon(
+            &[command, "-g", s(&g), "-i", s(input), "-o", s(&out)],
+            Some("8M"),
+        );
+        println!("{command} under 8 MiB: peak anonymous memory {peak} bytes");
+        assert!(peak <= limit + (2 << 20), "{command}: {peak} bytes");
+    }
+}

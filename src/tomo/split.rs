@@ -473,23 +473,20 @@ pub fn piece_transform<T: Scalar>(
     RayTransform::on_grid(sub, views, backend, Grid::of(part).slab(cells))
 }
 
-/// The bytes of set-up rays per detector cell that one view of the CPU backend's ray transform
-/// holds while it is projected or back-projected (the ray's start, slopes, weight, plane range,
-/// detector index, back-projection coefficient, ordering scratch; f64, rounded up).
-const CPU_RAY_BYTES: u64 = 96;
-
 /// An upper estimate of the host scratch the CPU backend allocates during one call of a ray
-/// transform (or its adjoint) whose views have `cells_per_view` data cells, on `threads`
-/// worker threads: the set-up rays of one view per thread in the forward, of two views per
-/// thread in the back-projection. A caller that plans pieces of host memory adds it to the
-/// per-piece overhead ([`SplitProblem::with_overhead`]).
+/// transform (or its adjoint) whose views have `cells_per_view` data cells, in values of
+/// `elem_size` bytes, on `threads` worker threads: the set-up rays of one view per thread in the
+/// forward, of two views per thread in the back-projection, each ray holding eight values (its
+/// start, slopes, weight, back-projection coefficient, sums and scratch) and 32 bytes of
+/// indices (plane range, detector index, ordering). A caller that plans pieces of host memory
+/// adds it to the per-piece overhead ([`SplitProblem::with_overhead`]).
 ///
 /// ```
-/// let bytes = rodl::tomo::split::cpu_scratch_bytes(512 * 512, 4);
-/// assert!(bytes >= 4 * 2 * 512 * 512 * 8 && bytes < 1 << 30);
+/// let bytes = rodl::tomo::split::cpu_scratch_bytes(512 * 512, 4, 4);
+/// assert_eq!(bytes, 512 * 512 * 64 * 8);
 /// ```
-pub fn cpu_scratch_bytes(cells_per_view: usize, threads: usize) -> u64 {
+pub fn cpu_scratch_bytes(cells_per_view: usize, elem_size: usize, threads: usize) -> u64 {
     (cells_per_view as u64)
-        .saturating_mul(CPU_RAY_BYTES)
+        .saturating_mul(8 * elem_size as u64 + 32)
         .saturating_mul(2 * threads.max(1) as u64)
 }
