@@ -1,6 +1,8 @@
 //! Input files — `.npy` arrays (float32/float64, finite values only) and geometry files —
 //! read with bounds: only regular files, never more bytes than they should hold, and sizes
-//! checked against the memory limit before anything is allocated. And `.npy` output.
+//! checked against the memory limit before anything is allocated. And `.npy` output. For data
+//! larger than memory ([`crate::out_of_core`]), `.npy` inputs mapped into memory read-only
+//! ([`NpyFile::map`]) and outputs written in place through a map ([`MappedOutput`]).
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufReader, Read, Write};

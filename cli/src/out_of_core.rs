@@ -162,7 +162,7 @@ pub fn run<T: NpyScalar>(
     input.check_finite::<T>(&in_shape)?;
     let x = input.data::<T>()?;
     let start = Instant::now();
-    outputs.write_in_place(slot, "a result larger than the memory limit", |file| {
+    outputs.write_in_place(slot, "a result computed in pieces", |file| {
         let mut out = MappedOutput::create::<T>(file, &out_shape)?;
         let y = out.data_mut::<T>()?;
         pieces(setup, compute, job, &problem, &split, x, y).map_err(WriteError::Failure)?;

@@ -303,8 +303,8 @@ impl Outputs {
     /// Writes the output `slot` in place: `write` is given its temporary file (open for reading
     /// and writing, empty), to size and fill it as it likes (by a memory map: data larger than
     /// memory); then the file is synced. An output that is written through (a device or FIFO)
-    /// cannot be written in place: that is an error naming `why` ("a result larger than the
-    /// memory limit"), before `write` runs.
+    /// cannot be written in place: that is an error naming `why` ("a result computed in
+    /// pieces"), before `write` runs.
     pub fn write_in_place(
         &mut self,
         slot: Slot,
