@@ -18,7 +18,7 @@
 
 use std::time::Instant;
 
-use rodl::memory::{format_bytes, host_memory_limit};
+use rodl::memory::{format_bytes, host_memory_limit, MEMORY_LIMIT_ENV};
 use rodl::tomo::split::{cpu_scratch_bytes, piece_transform, plan, SplitPlan, SplitProblem};
 use rodl::tomo::{fbp_op_views, Beam, FbpOptions};
 use rodl::{LinearOperator, Operator};
@@ -92,9 +92,10 @@ fn make_plan<T: NpyScalar>(
     let views = problem.views as u64;
     // What a piece holds: its input's copy and its output (and for FBP the filtered data, and
     // for the exact fan-beam FBP the three terms' volumes and their factors).
+    let exact_fan = geometry.ndim() == 2 && geometry.vec().beam() == Beam::Point;
     let (volume_buffers, data_buffers) = match job {
         Job::Project | Job::Backproject => (1, 1),
-        Job::Fbp(_) if geometry.ndim() == 2 && geometry.vec().beam() == Beam::Point => (7, 2),
+        Job::Fbp(_) if exact_fan => (7, 2),
         Job::Fbp(_) => (2, 2),
     };
     let threads = compute.threads();
@@ -104,7 +105,7 @@ fn make_plan<T: NpyScalar>(
         // The whole scan's per-view weights (before and after the ramp filter, f64, per term of
         // the FBP plan: three for the exact fan-beam plan), made for each view group. They are
         // the size of 2D data, so a 2D fan-beam FBP in pieces needs more memory than in one.
-        let terms = if volume_buffers > 2 { 3 } else { 1 };
+        let terms = if exact_fan { 3 } else { 1 };
         let weights = views.saturating_mul(geometry.vec().nu() as u64 * 16 * terms);
         overhead = overhead.saturating_add(weights);
     }
@@ -114,18 +115,16 @@ fn make_plan<T: NpyScalar>(
     let problem = problem
         .with_buffers(volume_buffers, data_buffers)
         .with_overhead(overhead);
-    let split = plan(&problem, budget).map_err(|e| {
-        Failure::new(format!(
-            "even in pieces, {}",
-            crate::error_message(&e).replace(
-                &format!("the memory limit of {}", format_bytes(budget as u128)),
-                &format!(
-                    "the memory limit of {} less {} for the geometry",
-                    format_bytes(limit as u128),
-                    format_bytes(fixed as u128)
-                ),
-            )
-        ))
+    let split = plan(&problem, budget).map_err(|e| match e {
+        rodl::Error::OutOfMemory { what, bytes, .. } => Failure::new(format!(
+            "even in pieces, {what} needs {}, more than the memory limit of {} less {} for the \
+             geometry (the available memory; the environment variable {MEMORY_LIMIT_ENV} sets \
+             another)",
+            format_bytes(bytes),
+            format_bytes(limit as u128),
+            format_bytes(fixed as u128)
+        )),
+        e => Failure::from(e),
     })?;
     Ok((problem, split))
 }
