@@ -6,7 +6,8 @@
 //! memory stays under the limit.
 //!
 //! * `project`: for each view group, the projections of the volume's slabs (each copied from
-//!   the map) are added into the group's rows of the output.
+//!   the map) are added into the group's rows of the output; `--noise` is then drawn view group
+//!   by view group in the in-memory path's order (the same noise for the same seed).
 //! * `backproject`: for each slab, the back-projections of the view groups (each copied from
 //!   the map) are added into the slab of the output.
 //! * `fbp`: as `backproject`, each view group filtered first with the whole scan's filter and
@@ -25,14 +26,15 @@ use rodl::{LinearOperator, Operator};
 
 use crate::commands::{Compute, Setup, OVERFLOW_HINT};
 use crate::io::{MappedNpy, MappedOutput, NpyScalar};
+use crate::noise::Noise;
 use crate::output::{Outputs, Slot, WriteError};
 use crate::Failure;
 
 /// What is computed in pieces.
 #[derive(Clone, Debug)]
 pub enum Job {
-    /// The ray transform: volume → projection data.
-    Project,
+    /// The ray transform: volume → projection data, with optional noise and its seed.
+    Project(Option<(Noise, u64)>),
     /// Its adjoint: projection data → volume.
     Backproject,
     /// Filtered back-projection with these options.
@@ -94,7 +96,9 @@ fn make_plan<T: NpyScalar>(
     // for the exact fan-beam FBP the three terms' volumes and their factors).
     let exact_fan = geometry.ndim() == 2 && geometry.vec().beam() == Beam::Point;
     let (volume_buffers, data_buffers) = match job {
-        Job::Project | Job::Backproject => (1, 1),
+        Job::Project(None) | Job::Backproject => (1, 1),
+        // The noise holds a clean and a noisy chunk of a view group's rows.
+        Job::Project(Some(_)) => (1, 2),
         Job::Fbp(_) if exact_fan => (7, 2),
         Job::Fbp(_) => (2, 2),
     };
@@ -142,7 +146,7 @@ pub fn run<T: NpyScalar>(
     let (problem, split) = make_plan::<T>(setup, compute, job)?;
     return_freed_memory();
     let (in_shape, out_shape, what) = match job {
-        Job::Project => (
+        Job::Project(_) => (
             setup.volume_shape().to_vec(),
             setup.data_shape(),
             "the projection",
@@ -166,6 +170,18 @@ pub fn run<T: NpyScalar>(
         let y = out.data_mut::<T>()?;
         pieces(setup, compute, job, &problem, &split, x, y).map_err(WriteError::Failure)?;
         out.check_finite::<T>(what, OVERFLOW_HINT)?;
+        if let Job::Project(Some((noise, seed))) = job {
+            // View group by view group, the draws in the order of the in-memory path.
+            let chunk = split.view_groups()[0].len() * problem.cells_per_view;
+            let y = out.data_mut::<T>()?;
+            noise
+                .apply_in_place(y, chunk, *seed)
+                .map_err(|e| WriteError::Failure(noise.failure(&e)))?;
+            out.check_finite::<T>(
+                "the noisy projection",
+                "--noise is too strong for the precision (float32 overflows beyond 3.4e38)",
+            )?;
+        }
         out.flush()?;
         Ok(())
     })?;
@@ -221,7 +237,7 @@ fn pieces<T: NpyScalar>(
         (slab.start - cells.start) * slice..(slab.end - cells.start) * slice
     };
     match job {
-        Job::Project => {
+        Job::Project(_) => {
             for group in split.view_groups() {
                 let rows = &mut y[group.start * view..group.end * view];
                 for slab in split.slabs() {

@@ -257,8 +257,8 @@ fn out_of_core_can_be_forced() {
 }
 
 /// A limit too small for one slice and one view: one line, status 1, no output, no
-/// temporary file; the in-memory-only options and inputs that cannot be mapped are refused
-/// the same way.
+/// temporary file; `--png` (in memory only) and inputs that cannot be mapped are refused the
+/// same way.
 #[test]
 fn what_cannot_run_in_pieces_is_one_error_line_and_no_output() {
     let dir = TempDir::new("small");
@@ -285,21 +285,6 @@ fn what_cannot_run_in_pieces_is_one_error_line_and_no_output() {
         );
         assert_eq!(dir.listing(), before, "{command} left files");
     }
-    let res = rodl(
-        &[
-            "project",
-            "-g",
-            s(&g),
-            "-i",
-            s(&x),
-            "-o",
-            s(&out),
-            "--noise",
-            "gaussian:0.1",
-        ],
-        Some("700K"),
-    );
-    fails(&res, 1, "--noise needs the projection data in memory");
     let png = dir.path("x.png");
     let res = rodl(
         &[
@@ -498,5 +483,50 @@ fn a_signal_during_pieces_leaves_no_file() {
         let status = child.wait().unwrap();
         assert!(!status.success(), "rodl ended before the signal");
         assert_eq!(dir.listing(), before, "after {signal}");
+    }
+}
+
+/// `project --noise` in pieces draws the in-memory path's noise: the same seed gives the same
+/// noisy data (to the rounding of the clean projections), Gaussian and Poisson.
+#[test]
+fn noise_in_pieces_is_the_noise_in_memory() {
+    let dir = TempDir::new("noise");
+    let g = geometry(&dir, "cone.json", CONE);
+    let x = dir.path("x.npy");
+    for (dtype, tol) in [("f64", 1e-12), ("f32", 1e-6)] {
+        let vol = random(&[64, 64, 64], 12).mapv(|v| 0.05 * v);
+        if dtype == "f64" {
+            write_npy(&x, &vol).unwrap();
+        } else {
+            write_npy(&x, &vol.mapv(|v| v as f32)).unwrap();
+        }
+        for noise in ["gaussian:0.1", "poisson:1e3"] {
+            let (mem, ooc) = (dir.path("mem.npy"), dir.path("ooc.npy"));
+            let args = |out| {
+                let a = [s(&g), s(&x), noise, s(out)];
+                [
+                    "project", "-g", a[0], "-i", a[1], "--noise", a[2], "--seed", "7", "-v", "-o",
+                    a[3],
+                ]
+            };
+            ok(rodl(&args(&mem), None));
+            let limit = if dtype == "f64" { "1200K" } else { "700K" };
+            let note = ok(rodl(&args(&ooc), Some(limit)));
+            assert!(
+                note.contains("out of core") && note.contains("(seed 7)"),
+                "{note}"
+            );
+            let err = if dtype == "f64" {
+                let (a, b): (ArrayD<f64>, ArrayD<f64>) =
+                    (read_npy(&mem).unwrap(), read_npy(&ooc).unwrap());
+                rel(&b, &a)
+            } else {
+                let (a, b): (ArrayD<f32>, ArrayD<f32>) =
+                    (read_npy(&mem).unwrap(), read_npy(&ooc).unwrap());
+                rel(&b, &a)
+            };
+            println!("{dtype} {noise}: relative difference {err:.1e}");
+            assert!(err <= tol, "{dtype} {noise}: {err:e}");
+        }
     }
 }

@@ -68,17 +68,8 @@ pub fn run(
         rodl::memory::entries(&produced).unwrap_or(usize::MAX) as u128 * dtype.size() as u128;
     let copies = if noise.is_some() { 2 } else { 1 };
     if out_of_core::needed(args.out_of_core, npy.data_bytes() + copies * out_bytes) {
-        if noise.is_some() {
-            return Err(Failure::new(format!(
-                "--noise needs the projection data in memory ({}), and they are computed in \
-                 pieces here (more than the memory limit, or --out-of-core): project without \
-                 noise, or raise {}",
-                rodl::memory::format_bytes(2 * out_bytes),
-                rodl::memory::MEMORY_LIMIT_ENV
-            )));
-        }
         let job = match direction {
-            Direction::Forward => Job::Project,
+            Direction::Forward => Job::Project(noise),
             Direction::Adjoint => Job::Backproject,
         };
         let map = npy.map()?;
@@ -89,7 +80,7 @@ pub fn run(
         outputs.commit()?;
         if args.verbose {
             crate::term::note(&format!(
-                "rodl: {} {} {:?} -> {} {:?} {} in {:.1} ms",
+                "rodl: {} {} {:?} -> {} {:?} {} in {:.1} ms{}",
                 match direction {
                     Direction::Forward => "projected",
                     Direction::Adjoint => "back-projected",
@@ -100,6 +91,10 @@ pub fn run(
                 produced,
                 summary.describe(),
                 summary.seconds * 1e3,
+                match noise {
+                    Some((n, seed)) => format!(", {n} (seed {seed})"),
+                    None => String::new(),
+                }
             ));
         }
         return Ok(());
