@@ -404,10 +404,20 @@ impl NpyFile {
         let order = self.header.descr.chars().next();
         if self.header.fortran || !(order == Some(native) || order == Some('=')) {
             return Err(Failure::new(format!(
-                "{}: an array larger than the memory limit is processed in pieces straight from                  the file, which needs C order and {} byte order; this one is {} ({})                  (numpy.ascontiguousarray(a, dtype='{}') converts it)",
+                "{}: an array larger than the memory limit is processed in pieces straight from \
+                 the file, which needs C order and {} byte order; this one is {} ({}) \
+                 (numpy.ascontiguousarray(a, dtype='{}') converts it)",
                 self.path.display(),
-                if native == '<' { "little-endian" } else { "big-endian" },
-                if self.header.fortran { "in Fortran order" } else { "in the other byte order" },
+                if native == '<' {
+                    "little-endian"
+                } else {
+                    "big-endian"
+                },
+                if self.header.fortran {
+                    "in Fortran order"
+                } else {
+                    "in the other byte order"
+                },
                 self.header.descr,
                 &self.header.descr[1..],
             )));
@@ -478,8 +488,8 @@ fn read_any(path: &Path) -> Result<AnyArray, Failure> {
         .map_err(|e| bad(format!("cannot read the .npy data: {e}")))
 }
 
-/// An `.npy` output written in place through a memory map ([`crate::output::Outputs::write_in_place`]):
-/// created full of zeros, with its disk space reserved first, so that a full disk is an error
+/// An `.npy` output written in place through a memory map
+/// ([`crate::output::Outputs::write_in_place`]): created full of zeros, with its disk space reserved first, so that a full disk is an error
 /// here rather than a fault when the map is written.
 pub struct MappedOutput {
     map: memmap2::MmapMut,
