@@ -404,8 +404,9 @@ impl NpyFile {
         let order = self.header.descr.chars().next();
         if self.header.fortran || !(order == Some(native) || order == Some('=')) {
             return Err(Failure::new(format!(
-                "{}: an array larger than the memory limit is processed in pieces straight from \
-                 the file, which needs C order and {} byte order; this one is {} ({}) \
+                "{}: an array processed in pieces (larger than the memory limit, or \
+                 --out-of-core) is read straight from the file, which needs C order and {} byte \
+                 order; this one is {} ({}) \
                  (numpy.ascontiguousarray(a, dtype='{}') converts it)",
                 self.path.display(),
                 if native == '<' {
