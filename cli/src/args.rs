@@ -90,6 +90,10 @@ pub struct TransformArgs {
     /// Where to compute.
     #[command(flatten)]
     pub compute: DeviceArgs,
+    /// Compute in pieces with the input and output memory-mapped, even when they fit in memory
+    /// (this happens by itself when they do not: see `RODL_MEMORY_LIMIT`).
+    #[arg(long)]
+    pub out_of_core: bool,
     /// Report precision, shapes and the compute time on stderr.
     #[arg(long, short)]
     pub verbose: bool,
@@ -191,6 +195,10 @@ pub struct FbpArgs {
     /// Where to compute.
     #[command(flatten)]
     pub compute: DeviceArgs,
+    /// Compute in pieces with the input and output memory-mapped, even when they fit in memory
+    /// (this happens by itself when they do not: see `RODL_MEMORY_LIMIT`).
+    #[arg(long)]
+    pub out_of_core: bool,
     /// PNG picture.
     #[command(flatten)]
     pub image: ImageArgs,

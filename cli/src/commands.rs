@@ -16,7 +16,7 @@ use rodl::{Device, Scalar, Space};
 
 use crate::args::DeviceArgs;
 use crate::image::ImageArgs;
-use crate::io::{check_finite, write_npy, AnyArray, NpyScalar};
+use crate::io::{check_finite, write_npy, NpyScalar};
 use crate::output::{check_distinct, Outputs, Slot};
 use crate::Failure;
 
@@ -121,20 +121,16 @@ impl Setup {
         self.geometry.data_shape()
     }
 
-    /// Errors unless `input` (read from `path`) has the shape of the projection data.
-    pub fn check_data(
-        &self,
-        input: &AnyArray,
-        path: &Path,
-        geometry: &Path,
-    ) -> Result<(), Failure> {
+    /// Errors unless an input of shape `shape` (read from `path`) has the shape of the
+    /// projection data.
+    pub fn check_data(&self, shape: &[usize], path: &Path, geometry: &Path) -> Result<(), Failure> {
         let expected = self.data_shape();
-        if input.shape() != expected.as_slice() {
+        if shape != expected.as_slice() {
             return Err(Failure::new(format!(
                 "{} has shape {:?}, but the projection data of {} have shape {expected:?} \
                  ([angles, u] or [angles, u, v])",
                 path.display(),
-                input.shape(),
+                shape,
                 geometry.display(),
             )));
         }
@@ -175,6 +171,14 @@ impl Compute {
         };
         device.check_available()?;
         Ok(Compute { device, backend })
+    }
+
+    /// The CPU worker threads the ray transform runs on (for a GPU, those of the host's part).
+    pub fn threads(&self) -> usize {
+        match &self.backend {
+            Backend::Cpu(o) => o.threads.unwrap_or_else(crate::limits::cores),
+            _ => crate::limits::cores(),
+        }
     }
 
     /// The volume space of `setup` in precision `T` on this device.

@@ -1,6 +1,8 @@
 //! Input files — `.npy` arrays (float32/float64, finite values only) and geometry files —
 //! read with bounds: only regular files, never more bytes than they should hold, and sizes
-//! checked against the memory limit before anything is allocated. And `.npy` output.
+//! checked against the memory limit before anything is allocated. And `.npy` output. For data
+//! larger than memory ([`crate::out_of_core`]), `.npy` inputs mapped into memory read-only
+//! ([`NpyFile::map`]) and outputs written in place through a map ([`MappedOutput`]).
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufReader, Read, Write};
@@ -8,7 +10,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use ndarray::{ArrayD, ArrayViewD, Dimension};
-use ndarray_npy::{ReadNpyExt, WriteNpyExt};
+use ndarray_npy::{ReadNpyExt, ViewMutNpyExt, ViewNpyExt, WriteNpyExt};
 
 use crate::output::WriteError;
 use crate::Failure;
@@ -23,6 +25,14 @@ pub enum Dtype {
 }
 
 impl Dtype {
+    /// The bytes of one value.
+    pub fn size(self) -> usize {
+        match self {
+            Dtype::F32 => 4,
+            Dtype::F64 => 8,
+        }
+    }
+
     /// NumPy's name of the type.
     pub fn name(self) -> &'static str {
         match self {
@@ -46,14 +56,6 @@ impl AnyArray {
         match self {
             AnyArray::F32(a) => a.shape(),
             AnyArray::F64(a) => a.shape(),
-        }
-    }
-
-    /// The array's element type.
-    pub fn dtype(&self) -> Dtype {
-        match self {
-            AnyArray::F32(_) => Dtype::F32,
-            AnyArray::F64(_) => Dtype::F64,
         }
     }
 
@@ -82,7 +84,9 @@ fn non_finite<T: num_traits::Float>(a: &ArrayViewD<'_, T>) -> (usize, Option<Vec
 }
 
 /// The precisions that `.npy` files hold here: wraps an array of them as an [`AnyArray`].
-pub trait NpyScalar: rodl::Scalar {
+pub trait NpyScalar:
+    rodl::Scalar + ndarray_npy::ViewElement + ndarray_npy::ViewMutElement + ndarray_npy::WritableElement
+{
     /// The array as an [`AnyArray`].
     fn wrap(a: ArrayD<Self>) -> AnyArray;
 }
@@ -172,6 +176,8 @@ struct Header {
     shape: Vec<usize>,
     /// The header's length with the preamble: where the data start.
     data_offset: u64,
+    /// Whether the data are in Fortran order.
+    fortran: bool,
     /// The bytes read: the preamble, the header and any data read with them.
     raw: Vec<u8>,
 }
@@ -231,6 +237,7 @@ fn read_header(file: &mut impl Read) -> Result<Header, String> {
     };
     Ok(Header {
         descr,
+        fortran: header.layout.is_fortran(),
         shape: header.shape,
         data_offset: (start + len) as u64,
         raw,
@@ -257,7 +264,13 @@ fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
 /// are all finite: NaN or ±Inf anywhere is an error that names the first such index.
 pub fn read_array(path: &Path) -> Result<AnyArray, Failure> {
     let array = read_any(path)?;
-    if let (n @ 1.., Some(first)) = array.non_finite() {
+    finite_or_fail(path, array.non_finite())?;
+    Ok(array)
+}
+
+/// The error for an input with non-finite entries (`(count, first index)`), if it has any.
+fn finite_or_fail(path: &Path, found: (usize, Option<Vec<usize>>)) -> Result<(), Failure> {
+    if let (n @ 1.., Some(first)) = found {
         return Err(Failure::new(format!(
             "{}: the data contain {n} non-finite value{} (NaN or Inf), the first at index \
              {first:?}",
@@ -265,7 +278,7 @@ pub fn read_array(path: &Path) -> Result<AnyArray, Failure> {
             if n == 1 { "" } else { "s" }
         )));
     }
-    Ok(array)
+    Ok(())
 }
 
 /// Reads a float32 or float64 `.npy` array from `bytes` (the whole file), checking the header
@@ -278,8 +291,8 @@ pub fn read_npy_bytes(bytes: &[u8]) -> Result<AnyArray, String> {
     read_data(header.raw.as_slice().chain(rest), dtype).map_err(|e| e.to_string())
 }
 
-/// Checks a header against the file's length and the memory limit; returns the dtype.
-fn check_header(header: &Header, file_len: u64) -> Result<Dtype, String> {
+/// Checks a header against the file's length; returns the dtype.
+fn check_file(header: &Header, file_len: u64) -> Result<Dtype, String> {
     let dtype = match header.descr.as_str() {
         "<f4" | ">f4" | "=f4" => Dtype::F32,
         "<f8" | ">f8" | "=f8" => Dtype::F64,
@@ -320,9 +333,138 @@ fn check_header(header: &Header, file_len: u64) -> Result<Dtype, String> {
             dtype.name()
         ));
     }
-    rodl::memory::check_host_bytes(&format!("an array of shape {:?}", header.shape), bytes)
-        .map_err(|e| e.to_string())?;
     Ok(dtype)
+}
+
+/// [`check_file`], and the data must fit in the memory limit: for reading them into memory.
+fn check_header(header: &Header, file_len: u64) -> Result<Dtype, String> {
+    let dtype = check_file(header, file_len)?;
+    rodl::memory::check_host_bytes(
+        &format!("an array of shape {:?}", header.shape),
+        header.data_bytes(dtype),
+    )
+    .map_err(|e| e.to_string())?;
+    Ok(dtype)
+}
+
+impl Header {
+    /// The bytes of the data (the shape's entries checked to fit by [`check_file`]).
+    fn data_bytes(&self, dtype: Dtype) -> u128 {
+        self.shape.iter().map(|&n| n as u128).product::<u128>() * dtype.size() as u128
+    }
+}
+
+/// An `.npy` input whose header has been read and checked against the file (but not against
+/// the memory limit): its shape and type, and the open file, to map into memory.
+pub struct NpyFile {
+    path: std::path::PathBuf,
+    file: File,
+    header: Header,
+    dtype: Dtype,
+}
+
+impl NpyFile {
+    /// Opens `path` (`--input`: a regular file) and checks its header against its length.
+    pub fn open(path: &Path) -> Result<NpyFile, Failure> {
+        let (mut file, len) = open_regular(path, "--input")?;
+        let bad = |why: String| Failure::new(format!("{}: {why}", path.display()));
+        let header = read_header(&mut file).map_err(bad)?;
+        let dtype = check_file(&header, len).map_err(bad)?;
+        Ok(NpyFile {
+            path: path.to_path_buf(),
+            file,
+            header,
+            dtype,
+        })
+    }
+
+    /// The array's shape.
+    pub fn shape(&self) -> &[usize] {
+        &self.header.shape
+    }
+
+    /// The array's element type.
+    pub fn dtype(&self) -> Dtype {
+        self.dtype
+    }
+
+    /// The bytes of the array's data.
+    pub fn data_bytes(&self) -> u128 {
+        self.header.data_bytes(self.dtype)
+    }
+
+    /// Maps the file into memory read-only, for reading its data in pieces without reading it
+    /// into memory. The data must be in C order and in the machine's byte order.
+    pub fn map(&self) -> Result<MappedNpy, Failure> {
+        let native = if cfg!(target_endian = "little") {
+            '<'
+        } else {
+            '>'
+        };
+        let order = self.header.descr.chars().next();
+        if self.header.fortran || !(order == Some(native) || order == Some('=')) {
+            return Err(Failure::new(format!(
+                "{}: an array processed in pieces (larger than the memory limit, or \
+                 --out-of-core) is read straight from the file, which needs C order and {} byte \
+                 order; this one is {} ({}) \
+                 (numpy.ascontiguousarray(a, dtype='{}') converts it)",
+                self.path.display(),
+                if native == '<' {
+                    "little-endian"
+                } else {
+                    "big-endian"
+                },
+                if self.header.fortran {
+                    "in Fortran order"
+                } else {
+                    "in the other byte order"
+                },
+                self.header.descr,
+                &self.header.descr[1..],
+            )));
+        }
+        // SAFETY: the map is read-only and private to this process; like any program that
+        // reads a file, rodl assumes the input is not changed or truncated while it runs (a
+        // truncation would end the process with SIGBUS, a change would change the data read).
+        let map = unsafe { memmap2::Mmap::map(&self.file) }
+            .map_err(|e| Failure::io("cannot map", &self.path, &e))?;
+        Ok(MappedNpy {
+            map,
+            path: self.path.clone(),
+        })
+    }
+}
+
+/// An `.npy` file mapped into memory read-only ([`NpyFile::map`]).
+pub struct MappedNpy {
+    map: memmap2::Mmap,
+    path: std::path::PathBuf,
+}
+
+impl MappedNpy {
+    /// The data as a flat slice of `T` (the file's type).
+    pub fn data<T: NpyScalar>(&self) -> Result<&[T], Failure> {
+        let view = ndarray::ArrayViewD::<T>::view_npy(&self.map).map_err(|e| {
+            Failure::new(format!(
+                "{}: cannot view the .npy data: {e}",
+                self.path.display()
+            ))
+        })?;
+        view.to_slice().ok_or_else(|| {
+            Failure::new(format!(
+                "{}: the data are not contiguous",
+                self.path.display()
+            ))
+        })
+    }
+
+    /// Errors unless every entry is finite, with [`read_array`]'s message.
+    pub fn check_finite<T: NpyScalar>(&self, shape: &[usize]) -> Result<(), Failure> {
+        let data = self.data::<T>()?;
+        let view = ArrayViewD::from_shape(shape, data)
+            .map_err(|e| Failure::new(format!("{}: {e}", self.path.display())))?;
+        finite_or_fail(&self.path, non_finite(&view))
+    }
 }
 
 fn read_data(reader: impl Read, dtype: Dtype) -> Result<AnyArray, ndarray_npy::ReadNpyError> {
@@ -345,6 +487,99 @@ fn read_any(path: &Path) -> Result<AnyArray, Failure> {
     let rest = BufReader::new(file).take(data_len.saturating_sub(already));
     read_data(header.raw.as_slice().chain(rest), dtype)
         .map_err(|e| bad(format!("cannot read the .npy data: {e}")))
+}
+
+/// An `.npy` output written in place through a memory map
+/// ([`crate::output::Outputs::write_in_place`]): created full of zeros, with its disk space reserved first, so that a full disk is an error
+/// here rather than a fault when the map is written.
+pub struct MappedOutput {
+    map: memmap2::MmapMut,
+    shape: Vec<usize>,
+}
+
+impl MappedOutput {
+    /// Writes the header of a C-order array of `T` of `shape` to the empty `file` (open for
+    /// reading and writing), extends it to hold the data, reserves the disk space and maps it.
+    pub fn create<T: NpyScalar>(file: &File, shape: &[usize]) -> Result<MappedOutput, WriteError> {
+        let bytes = shape
+            .iter()
+            .try_fold(std::mem::size_of::<T>() as u128, |a, &n| {
+                a.checked_mul(n as u128)
+            })
+            .filter(|&b| b <= isize::MAX as u128)
+            .ok_or_else(|| {
+                WriteError::Failure(Failure::new(format!(
+                    "an output of shape {shape:?} has too many entries"
+                )))
+            })?;
+        ndarray_npy::write_zeroed_npy::<T, _>(file, ndarray::IxDyn(shape)).map_err(
+            |e| match e {
+                ndarray_npy::WriteNpyError::Io(e) => WriteError::Io(e),
+                e => {
+                    WriteError::Failure(Failure::new(format!("cannot write the .npy header: {e}")))
+                }
+            },
+        )?;
+        let len = file.metadata()?.len();
+        reserve(file, len).map_err(|e| {
+            std::io::Error::new(
+                e.kind(),
+                format!(
+                    "{} are needed on disk: {e}",
+                    rodl::memory::format_bytes(bytes)
+                ),
+            )
+        })?;
+        // SAFETY: `file` is the command's own new temporary file (created exclusively, not
+        // shared); nothing else writes or truncates it while it is mapped.
+        let map = unsafe { memmap2::MmapMut::map_mut(file)? };
+        Ok(MappedOutput {
+            map,
+            shape: shape.to_vec(),
+        })
+    }
+
+    /// The data, flat, in C order.
+    pub fn data_mut<T: NpyScalar>(&mut self) -> Result<&mut [T], WriteError> {
+        let view = ndarray::ArrayViewMutD::<T>::view_mut_npy(&mut self.map).map_err(|e| {
+            WriteError::Failure(Failure::new(format!("cannot map the .npy output: {e}")))
+        })?;
+        view.into_slice()
+            .ok_or_else(|| WriteError::Failure(Failure::new("the .npy output is not contiguous")))
+    }
+
+    /// Errors unless every entry is finite ([`check_finite`]'s message).
+    pub fn check_finite<T: NpyScalar>(&mut self, what: &str, hint: &str) -> Result<(), WriteError> {
+        let shape = self.shape.clone();
+        let data = self.data_mut::<T>()?;
+        let view = ArrayViewD::from_shape(shape, &*data)
+            .map_err(|e| WriteError::Failure(Failure::new(e.to_string())))?;
+        check_finite(&view, what, hint).map_err(WriteError::Failure)
+    }
+
+    /// Writes the mapped data back to the file.
+    pub fn flush(&self) -> std::io::Result<()> {
+        self.map.flush()
+    }
+}
+
+/// Reserves the first `len` bytes of `file` on disk (where the file system can), so that
+/// writing them through a map cannot run out of space.
+fn reserve(file: &File, len: u64) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let Ok(len) = libc::off_t::try_from(len) else {
+        return Err(std::io::Error::other(
+            "the output is too large for this system",
+        ));
+    };
+    // SAFETY: posix_fallocate on a file descriptor that `file` owns and keeps open.
+    let rc = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, len) };
+    match rc {
+        0 => Ok(()),
+        // File systems that cannot reserve space: the data are written without a reservation.
+        libc::EOPNOTSUPP | libc::EINVAL => Ok(()),
+        e => Err(std::io::Error::from_raw_os_error(e)),
+    }
 }
 
 /// Writes `array` as `.npy` to `out`.

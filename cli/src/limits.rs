@@ -12,7 +12,9 @@ pub const THREADS_PER_CORE: usize = 4;
 pub const MAX_VIEWS: usize = 1_000_000;
 
 /// Errors unless the geometry of `spec` has at most [`MAX_VIEWS`] views and its projection
-/// data (in float32) fit in the memory limit; checked before the views are computed.
+/// data (in float32) can be addressed; checked before the views are computed. Whether the data
+/// fit in memory is up to the command: `project`, `backproject` and `fbp` compute in pieces
+/// when they do not (`crate::out_of_core`), the others read them into memory, checked there.
 pub fn check_geometry_size(spec: &rodl::tomo::GeometrySpec) -> Result<(), crate::Failure> {
     let (views, key) = match (&spec.angles, &spec.views) {
         (Some(a), _) => (a.count, "`geometry.angles.count`"),
@@ -26,14 +28,17 @@ pub fn check_geometry_size(spec: &rodl::tomo::GeometrySpec) -> Result<(), crate:
     }
     let mut shape = vec![views];
     shape.extend_from_slice(&spec.detector.shape);
-    let values = shape
+    let bytes = shape
         .iter()
-        .try_fold(1u128, |a, &n| a.checked_mul(n as u128))
+        .try_fold(4u128, |a, &n| a.checked_mul(n as u128))
         .unwrap_or(u128::MAX);
-    rodl::memory::check_host_bytes(
-        &format!("the projection data of shape {shape:?} (float32)"),
-        values.saturating_mul(4),
-    )?;
+    if bytes > isize::MAX as u128 {
+        return Err(crate::Failure::new(format!(
+            "the projection data of shape {shape:?} (float32) would need {}, more than this \
+             system can address",
+            rodl::memory::format_bytes(bytes)
+        )));
+    }
     Ok(())
 }
 

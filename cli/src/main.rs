@@ -25,6 +25,7 @@ mod image;
 mod io;
 mod limits;
 mod noise;
+mod out_of_core;
 mod output;
 mod term;
 

@@ -75,6 +75,31 @@ impl Noise {
         }
     }
 
+    /// [`Noise::apply`] in place on `data` (the flat entries of a clean element, in order), in
+    /// chunks of `chunk` entries: the same draws in the same order as on the whole (the
+    /// relative Gaussian level's σ taken over all of `data`), so the same noisy data, holding
+    /// only two chunks in memory at a time.
+    pub fn apply_in_place<T: Scalar>(&self, data: &mut [T], chunk: usize, seed: u64) -> Result<()> {
+        let mut rng = StdRng::seed_from_u64(seed);
+        // The relative Gaussian level's σ, over all of the data.
+        let sigma = match *self {
+            Noise::Gaussian(rel) => NoiseLevel::Relative(rel).sigma_over(&[&*data])?,
+            Noise::Poisson(_) => 0.0,
+        };
+        for part in data.chunks_mut(chunk.max(1)) {
+            let space = rodl::rn::<T>(&[part.len()])?;
+            let clean = space.element_from_vec(part.to_vec())?;
+            let noisy = match *self {
+                Noise::Gaussian(_) => {
+                    add_gaussian_noise(&space, &clean, NoiseLevel::Absolute(sigma), &mut rng)?
+                }
+                Noise::Poisson(photons) => transmission_noise(&space, &clean, photons, &mut rng)?,
+            };
+            part.copy_from_slice(noisy.as_slice()?);
+        }
+        Ok(())
+    }
+
     /// A failure of [`Noise::apply`] in the command line's words (the library's message names
     /// its function).
     pub fn failure(&self, e: &rodl::Error) -> Failure {

@@ -300,6 +300,43 @@ impl Outputs {
         Ok(())
     }
 
+    /// Writes the output `slot` in place: `write` is given its temporary file (open for reading
+    /// and writing, empty), to size and fill it as it likes (by a memory map: data larger than
+    /// memory); then the file is synced. An output that is written through (a device or FIFO)
+    /// cannot be written in place: that is an error naming `why` ("a result computed in
+    /// pieces"), before `write` runs.
+    pub fn write_in_place(
+        &mut self,
+        slot: Slot,
+        why: &str,
+        write: impl FnOnce(&File) -> Result<(), WriteError>,
+    ) -> Result<(), Failure> {
+        let staged = self
+            .staged
+            .get_mut(slot.0)
+            .ok_or_else(|| Failure::new("internal error: no such output"))?;
+        let shown = staged.shown.clone();
+        if staged.temp.is_none() {
+            return Err(Failure::new(format!(
+                "cannot write {}: {why} is written in place into a regular file, and this is \
+                 a device or FIFO",
+                shown.display()
+            )));
+        }
+        let file = staged.file.take().ok_or_else(|| {
+            Failure::new(format!("internal error: {} written twice", shown.display()))
+        })?;
+        let fail_io = |e: &std::io::Error| Failure::io("cannot write", &shown, e);
+        match write(&file) {
+            Ok(()) => {}
+            Err(WriteError::Io(e)) => return Err(fail_io(&e)),
+            Err(WriteError::Failure(f)) => return Err(f),
+        }
+        file.sync_all().map_err(|e| fail_io(&e))?;
+        staged.written = true;
+        Ok(())
+    }
+
     /// Writes `bytes` as the output `slot`.
     pub fn write_bytes(&mut self, slot: Slot, bytes: &[u8]) -> Result<(), Failure> {
         self.write(slot, |w| w.write_all(bytes).map_err(WriteError::Io))
@@ -428,7 +465,13 @@ fn create_temp(target: &Path) -> std::io::Result<(PathBuf, File)> {
         let temp = dir.join(format!(".{name}.rodl-tmp-{pid}-{n}"));
         // Registered before it exists, so that a signal cannot leave it behind.
         temporaries().push(temp.clone());
-        match OpenOptions::new().write(true).create_new(true).open(&temp) {
+        // Readable too, so that an output can be memory-mapped (`Outputs::write_in_place`).
+        match OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&temp)
+        {
             Ok(file) => return Ok((temp, file)),
             Err(e) => {
                 forget(&temp);

@@ -8,9 +8,10 @@
 //! * the adjoint on slab `s` is `(A* y)[s] = Σ_g (A_{g,s})* y[g]`,
 //!
 //! where `A_{g,s}` is the ray transform of the sub-geometry of the views `g`
-//! ([`Geometry::select_views`]) on the sub-space of the slab `s` ([`slab_space`]). So a caller
-//! that holds one piece's data at a time — a GPU under a memory budget, or a host that maps
-//! files larger than its memory — computes the same `A x` and `A* y` as the whole problem.
+//! ([`Geometry::select_views`]) on the sub-space of the slab `s` ([`slab_space`]), built by
+//! [`piece_transform`]. So a caller that holds one piece's data at a time — a GPU under a
+//! memory budget, or a host that maps files larger than its memory — computes the same `A x`
+//! and `A* y` as the whole problem.
 //!
 //! **The exactness rule.** rodl's Joseph model (CPU and CUDA alike) marches each ray along the
 //! planes of its dominant axis (chosen from the direction and the cell sides alone, never from
@@ -29,14 +30,14 @@
 //!   [`slab_space`] builds the padded sub-space (padded only inside the volume: beyond its box
 //!   the taps are dropped anyway). Halo cells are zero in a forward piece and discarded from an
 //!   adjoint piece.
-//! * **The cell sides must be the volume's, bit for bit.** A [`uniform_discr`](crate::uniform_discr)
-//!   space on the slab's extent computes its cell side as `(max − min) / n` again, which rounds
-//!   differently for most slabs; a ray whose direction is a tie (or within a rounding of one)
-//!   between two dominant axes — a diagonal of cubic cells — then marches along the other axis:
-//!   a different Joseph sum, 2 % off for 3D diagonals in the tests. [`piece_transform`] builds a
-//!   piece's ray transform on the slab's sub-space with the volume's own cell sides; a backend
-//!   that sets up its own kernels for pieces must do the same (keep the whole grid's cell sides
-//!   and move only its lower corner).
+//! * **The cell sides must be the volume's, bit for bit.** A
+//!   [`uniform_discr`](crate::uniform_discr) space on the slab's extent computes its cell side
+//!   as `(max − min) / n` again, which rounds differently for most slabs; a ray whose direction
+//!   is a tie (or within a rounding of one) between two dominant axes — a diagonal of cubic
+//!   cells — then marches along the other axis: a different Joseph sum, 2 % off for 3D
+//!   diagonals in the tests. [`piece_transform`] builds a piece's ray transform on the slab's
+//!   sub-space with the volume's own cell sides; a backend that sets up its own kernels for
+//!   pieces must do the same (keep the whole grid's cell sides and move only its lower corner).
 //!
 //! `tests/tomo_split.rs` checks the sums against the whole transform for every geometry kind,
 //! with slabs along and across the rays' dominant axes, rays through slab borders and on
@@ -47,11 +48,11 @@
 //! `bytes(t, g) = elem · (b_vol · min(t + 2·halo, n₀) · S + b_data · g · C) + overhead`, with `t`
 //! the slab thickness, `S` the cells of one slice of the volume (the product of the other axes),
 //! `g` the views of the group, `C` the data cells per view and `b_vol`, `b_data` the buffers of
-//! each kind a piece holds ([`SplitProblem::with_buffers`], 1 and 1 by default). The plan minimises the number of pieces
-//! (`slabs × view groups`: each is a launch and a set of transfers, and every piece but the
-//! largest is as cheap to set up as the largest), and among plans with as few pieces takes the
-//! one with the fewest slabs, so that the whole volume (one slab, read once, with the views in
-//! groups) is preferred whenever it fits. The slabs (and the groups) are then made as even as
+//! each kind a piece holds ([`SplitProblem::with_buffers`], 1 and 1 by default). The plan
+//! minimises the number of pieces (`slabs × view groups`: each piece has a fixed cost, a launch
+//! or a set-up of its rays and a set of transfers), and among plans with as few pieces takes
+//! the one with the fewest slabs, so that the whole volume (one slab, read once, with the views
+//! in groups) is preferred whenever it fits. The slabs (and the groups) are then made as even as
 //! possible, which keeps the count and never makes a piece larger. When even one slice and one
 //! view exceed the budget, planning fails with [`Error::OutOfMemory`] naming that smallest
 //! piece.
@@ -473,23 +474,20 @@ pub fn piece_transform<T: Scalar>(
     RayTransform::on_grid(sub, views, backend, Grid::of(part).slab(cells))
 }
 
-/// The bytes of set-up rays per detector cell that one view of the CPU backend's ray transform
-/// holds while it is projected or back-projected (the ray's start, slopes, weight, plane range,
-/// detector index, back-projection coefficient, ordering scratch; f64, rounded up).
-const CPU_RAY_BYTES: u64 = 96;
-
 /// An upper estimate of the host scratch the CPU backend allocates during one call of a ray
-/// transform (or its adjoint) whose views have `cells_per_view` data cells, on `threads`
-/// worker threads: the set-up rays of one view per thread in the forward, of two views per
-/// thread in the back-projection. A caller that plans pieces of host memory adds it to the
-/// per-piece overhead ([`SplitProblem::with_overhead`]).
+/// transform (or its adjoint) whose views have `cells_per_view` data cells, in values of
+/// `elem_size` bytes, on `threads` worker threads: the set-up rays of one view per thread in the
+/// forward, of two views per thread in the back-projection, each ray holding eight values (its
+/// start, slopes, weight, back-projection coefficient, sums and scratch) and 32 bytes of
+/// indices (plane range, detector index, ordering). A caller that plans pieces of host memory
+/// adds it to the per-piece overhead ([`SplitProblem::with_overhead`]).
 ///
 /// ```
-/// let bytes = rodl::tomo::split::cpu_scratch_bytes(512 * 512, 4);
-/// assert!(bytes >= 4 * 2 * 512 * 512 * 8 && bytes < 1 << 30);
+/// let bytes = rodl::tomo::split::cpu_scratch_bytes(512 * 512, 4, 4);
+/// assert_eq!(bytes, 512 * 512 * 64 * 8);
 /// ```
-pub fn cpu_scratch_bytes(cells_per_view: usize, threads: usize) -> u64 {
+pub fn cpu_scratch_bytes(cells_per_view: usize, elem_size: usize, threads: usize) -> u64 {
     (cells_per_view as u64)
-        .saturating_mul(CPU_RAY_BYTES)
+        .saturating_mul(8 * elem_size as u64 + 32)
         .saturating_mul(2 * threads.max(1) as u64)
 }

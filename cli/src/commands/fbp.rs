@@ -8,7 +8,8 @@ use rodl::Operator;
 
 use super::{write_result, Compute, ResultOutputs, Setup};
 use crate::args::FbpArgs;
-use crate::io::{read_array, AnyArray, NpyScalar};
+use crate::io::{read_array, AnyArray, Dtype, NpyFile, NpyScalar};
+use crate::out_of_core::{self, Job};
 use crate::Failure;
 
 /// The FBP options of the command line (usage errors when a value is wrong).
@@ -48,9 +49,45 @@ pub fn run(args: &FbpArgs) -> Result<(), Failure> {
         ("--geometry", &args.geometry),
     ];
     crate::output::check_distinct(&[("--output", &args.output)], &inputs)?;
+    let npy = NpyFile::open(&args.input)?;
+    setup.check_data(npy.shape(), &args.input, &args.geometry)?;
+    let mut out = ResultOutputs::prepare(&args.output, &args.image, &inputs)?;
+    // In memory: the data, their filtered copy, the reconstruction (and its host copy).
+    let dtype = npy.dtype();
+    let volume = rodl::memory::entries(setup.volume_shape()).unwrap_or(usize::MAX) as u128
+        * dtype.size() as u128;
+    if out_of_core::needed(args.out_of_core, 2 * npy.data_bytes() + 2 * volume) {
+        if args.image.png.is_some() {
+            return Err(Failure::usage(
+                "--png needs the reconstruction in memory, and it is computed in pieces here \
+                 (more than the memory limit, or --out-of-core): leave out --png",
+            ));
+        }
+        let job = Job::Fbp(options.clone());
+        let map = npy.map()?;
+        let (outputs, slot) = (&mut out.outputs, out.npy);
+        let summary = match dtype {
+            Dtype::F32 => out_of_core::run::<f32>(&setup, &compute, &job, &map, outputs, slot),
+            Dtype::F64 => out_of_core::run::<f64>(&setup, &compute, &job, &map, outputs, slot),
+        }?;
+        out.outputs.commit()?;
+        if args.verbose {
+            crate::term::note(&format!(
+                "rodl: FBP ({}, frequency scaling {}) {:?} -> {} {:?} on {} {} in {:.1} ms",
+                options.filter,
+                options.frequency_scaling,
+                setup.data_shape(),
+                args.output.display(),
+                setup.volume_shape(),
+                compute.device,
+                summary.describe(),
+                summary.seconds * 1e3
+            ));
+        }
+        return Ok(());
+    }
+    drop(npy);
     let input = read_array(&args.input)?;
-    setup.check_data(&input, &args.input, &args.geometry)?;
-    let out = ResultOutputs::prepare(&args.output, &args.image, &inputs)?;
     let start = Instant::now();
     match input {
         AnyArray::F32(y) => reconstruct(&setup, &compute, &options, y, out, args),

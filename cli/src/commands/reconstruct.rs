@@ -33,7 +33,7 @@ pub fn run(args: &ReconstructArgs) -> Result<(), Failure> {
     ];
     crate::output::check_distinct(&[("--output", &args.output)], &inputs)?;
     let input = read_array(&args.input)?;
-    setup.check_data(&input, &args.input, &args.geometry)?;
+    setup.check_data(input.shape(), &args.input, &args.geometry)?;
     let out = ResultOutputs::prepare(&args.output, &args.image, &inputs)?;
     let start = Instant::now();
     let done = match input {

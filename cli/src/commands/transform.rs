@@ -8,8 +8,9 @@ use rodl::{Device, LinearOperator, Operator, Scalar};
 
 use super::{Compute, Setup, OVERFLOW_HINT};
 use crate::args::TransformArgs;
-use crate::io::{check_finite, read_array, write_npy, AnyArray};
+use crate::io::{check_finite, read_array, write_npy, AnyArray, Dtype, NpyFile};
 use crate::noise::Noise;
+use crate::out_of_core::{self, Job};
 use crate::output::{check_distinct, Outputs};
 use crate::Failure;
 
@@ -37,12 +38,16 @@ pub fn run(
     ];
     check_distinct(&[("--output", &args.output)], &inputs)?;
     crate::output::check_target(&args.output)?;
-    let input = read_array(&args.input)?;
-    let (expected, what) = match direction {
-        Direction::Forward => (setup.volume_shape().to_vec(), "volume"),
-        Direction::Adjoint => (setup.data_shape(), "projection data"),
+    let npy = NpyFile::open(&args.input)?;
+    let (expected, produced, what) = match direction {
+        Direction::Forward => (setup.volume_shape().to_vec(), setup.data_shape(), "volume"),
+        Direction::Adjoint => (
+            setup.data_shape(),
+            setup.volume_shape().to_vec(),
+            "projection data",
+        ),
     };
-    if input.shape() != expected.as_slice() {
+    if npy.shape() != expected.as_slice() {
         let hint = match direction {
             Direction::Forward => "",
             Direction::Adjoint => " ([angles, u] or [angles, u, v])",
@@ -50,14 +55,52 @@ pub fn run(
         return Err(Failure::new(format!(
             "{} has shape {:?}, but the {what} of {} has shape {expected:?}{hint}",
             args.input.display(),
-            input.shape(),
+            npy.shape(),
             args.geometry.display(),
         )));
     }
     // Fail on an unwritable output before computing.
     let mut outputs = Outputs::new();
     let slot = outputs.prepare(&args.output)?;
-    let dtype = input.dtype();
+    let dtype = npy.dtype();
+    // In memory: the input, the output and, with noise, its noisy copy.
+    let out_bytes =
+        rodl::memory::entries(&produced).unwrap_or(usize::MAX) as u128 * dtype.size() as u128;
+    let copies = if noise.is_some() { 2 } else { 1 };
+    if out_of_core::needed(args.out_of_core, npy.data_bytes() + copies * out_bytes) {
+        let job = match direction {
+            Direction::Forward => Job::Project(noise),
+            Direction::Adjoint => Job::Backproject,
+        };
+        let map = npy.map()?;
+        let summary = match dtype {
+            Dtype::F32 => out_of_core::run::<f32>(&setup, &compute, &job, &map, &mut outputs, slot),
+            Dtype::F64 => out_of_core::run::<f64>(&setup, &compute, &job, &map, &mut outputs, slot),
+        }?;
+        outputs.commit()?;
+        if args.verbose {
+            crate::term::note(&format!(
+                "rodl: {} {} {:?} -> {} {:?} {} in {:.1} ms{}",
+                match direction {
+                    Direction::Forward => "projected",
+                    Direction::Adjoint => "back-projected",
+                },
+                dtype.name(),
+                expected,
+                args.output.display(),
+                produced,
+                summary.describe(),
+                summary.seconds * 1e3,
+                match noise {
+                    Some((n, seed)) => format!(", {n} (seed {seed})"),
+                    None => String::new(),
+                }
+            ));
+        }
+        return Ok(());
+    }
+    drop(npy);
+    let input = read_array(&args.input)?;
     let start = Instant::now();
     let output = match input {
         AnyArray::F32(a) => AnyArray::F32(apply(&setup, &compute, a, direction, noise)?),

@@ -44,6 +44,26 @@ impl NoiseLevel {
     pub fn sigma<T: Scalar>(&self, data: &Element<T>) -> Result<f64> {
         let sigma = match *self {
             NoiseLevel::Absolute(s) => s,
+            NoiseLevel::Relative(_) => {
+                return self.sigma_over(&host_tensors(data, "NoiseLevel::sigma")?);
+            }
+        };
+        if !(sigma.is_finite() && sigma >= 0.0) {
+            return Err(Error::invalid(format!(
+                "noise standard deviation must be finite and >= 0, got {sigma}"
+            )));
+        }
+        Ok(sigma)
+    }
+}
+
+/// The host tensors of an element in order (one, or one per part of a product element).
+impl NoiseLevel {
+    /// [`NoiseLevel::sigma`] for data whose entries are those of `parts` in order (one slice or
+    /// several: data held in pieces, e.g. a memory-mapped file).
+    pub fn sigma_over<T: Scalar>(&self, parts: &[&[T]]) -> Result<f64> {
+        let sigma = match *self {
+            NoiseLevel::Absolute(s) => s,
             NoiseLevel::Relative(r) => {
                 if !(r.is_finite() && r >= 0.0) {
                     return Err(Error::invalid(format!(
@@ -51,7 +71,7 @@ impl NoiseLevel {
                     )));
                 }
                 let (mut ss, mut n) = (0.0, 0usize);
-                for t in host_tensors(data, "NoiseLevel::sigma")? {
+                for t in parts {
                     ss += t.iter().map(|v| v.f64() * v.f64()).sum::<f64>();
                     n += t.len();
                 }
@@ -67,7 +87,6 @@ impl NoiseLevel {
     }
 }
 
-/// The host tensors of an element in order (one, or one per part of a product element).
 fn host_tensors<'a, T: Scalar>(x: &'a Element<T>, what: &str) -> Result<Vec<&'a [T]>> {
     if x.is_product() {
         let mut out = vec![];
