@@ -7,9 +7,9 @@
 //! the device's free memory.
 #![cfg(feature = "cuda")]
 
-use std::path::PathBuf;
+mod common;
 
-use rodl::tomo::{Backend, Geometry, RayTransform, TomoSpec};
+use rodl::tomo::{Backend, Geometry, RayTransform};
 use rodl::{check_adjoint, Device, Error, LinearOperator, Operator, Space};
 
 const SEED: u64 = 20_261_201;
@@ -23,20 +23,6 @@ const SEED: u64 = 20_261_201;
 /// tested at 1e-5 in `cuda_ray_transform`.
 const PIECES_TOL: f64 = 1e-5;
 const GPU: Device = Device::Cuda(0);
-
-const CASES: [&str; 5] = [
-    "par2d_64",
-    "fan2d_64",
-    "par3d_32",
-    "cone3d_32",
-    "helical_32",
-];
-
-fn spec(case: &str) -> TomoSpec {
-    let rel = format!("tests/data/odl/{case}.json");
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(&rel);
-    TomoSpec::from_file(if p.exists() { p } else { PathBuf::from(rel) }).unwrap()
-}
 
 /// ‖a − b‖ / ‖b‖ and max |a − b| / max |b|.
 fn errors(a: &[f32], b: &[f32]) -> (f64, f64) {
@@ -60,7 +46,7 @@ fn sizes(space: &Space<f32>, g: &Geometry) -> (u64, u64) {
 
 /// A `div`-th of the bytes of a case's volume and data.
 fn budget_for(case: &str, div: u64) -> u64 {
-    let s = spec(case);
+    let s = common::odl_case(case);
     let (vol, data) = sizes(
         &s.volume.space::<f32>().unwrap(),
         &s.geometry.build().unwrap(),
@@ -70,7 +56,7 @@ fn budget_for(case: &str, div: u64) -> u64 {
 
 /// The whole (device-resident) transform and the host-data one with `budget` bytes.
 fn pair(case: &str, budget: Option<u64>) -> (Space<f32>, RayTransform<f32>, RayTransform<f32>) {
-    let s = spec(case);
+    let s = common::odl_case(case);
     let host = s.volume.space::<f32>().unwrap();
     let g = s.geometry.build().unwrap();
     let whole =
@@ -114,7 +100,7 @@ fn compare(
 
 #[test]
 fn pieces_equal_the_whole_transform_for_every_geometry() {
-    for case in CASES {
+    for case in common::ODL_CASES {
         // From a budget that forces a few pieces down to one of many small ones.
         for div in [2u64, 5, 12] {
             let budget = budget_for(case, div);
@@ -145,7 +131,7 @@ fn pieces_equal_the_whole_transform_for_every_geometry() {
 
 #[test]
 fn host_data_within_the_default_budget_is_one_slab() {
-    for case in CASES {
+    for case in common::ODL_CASES {
         let (host, whole, pieces) = pair(case, None);
         let layout = pieces.pieces().unwrap();
         let (slabs, groups) = (&layout.slabs, &layout.view_groups);
@@ -162,7 +148,7 @@ fn host_data_within_the_default_budget_is_one_slab() {
 
 #[test]
 fn budgets_without_room_for_a_piece_are_out_of_memory_errors() {
-    let s = spec("cone3d_32");
+    let s = common::odl_case("cone3d_32");
     let host = s.volume.space::<f32>().unwrap();
     let g = s.geometry.build().unwrap();
     // One slice of 32 × 32 values and one view of 64 × 48, twice over, need ~33 kB.
@@ -281,8 +267,8 @@ fn device_memory_stays_flat_over_ten_thousand_calls() {
 #[test]
 fn a_device_volume_with_data_beyond_the_budget_gets_a_host_range() {
     let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(SEED);
-    for case in CASES {
-        let s = spec(case);
+    for case in common::ODL_CASES {
+        let s = common::odl_case(case);
         let host = s.volume.space::<f32>().unwrap();
         let g = s.geometry.build().unwrap();
         let (_, data) = sizes(&host, &g);

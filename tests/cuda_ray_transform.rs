@@ -3,9 +3,9 @@
 //! 64-bit indexing. These tests FAIL (they do not skip) without a GPU.
 #![cfg(feature = "cuda")]
 
-use std::path::PathBuf;
+mod common;
 
-use rodl::tomo::{Backend, Geometry, RayTransform, TomoSpec};
+use rodl::tomo::{Backend, Geometry, RayTransform};
 use rodl::{
     check_adjoint, uniform_discr, Device, LinearOperator, LinearOperatorExt, Operator, Space,
     UniformPartition,
@@ -13,22 +13,6 @@ use rodl::{
 
 /// Seed of the random inputs (fixed, so that a failure replays).
 const SEED: u64 = 20_260_101;
-
-const CASES: [&str; 5] = [
-    "par2d_64",
-    "fan2d_64",
-    "par3d_32",
-    "cone3d_32",
-    "helical_32",
-];
-
-/// The reference data, from the source tree or (for staged binaries run elsewhere) from the
-/// current directory.
-fn spec(case: &str) -> TomoSpec {
-    let rel = format!("tests/data/odl/{case}.json");
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(&rel);
-    TomoSpec::from_file(if p.exists() { p } else { PathBuf::from(rel) }).unwrap()
-}
 
 fn rel(a: &[f32], b: &[f32]) -> f64 {
     let num: f64 = a.iter().zip(b).map(|(x, y)| ((x - y) as f64).powi(2)).sum();
@@ -39,8 +23,8 @@ fn rel(a: &[f32], b: &[f32]) -> f64 {
 #[test]
 fn cuda_matches_cpu_for_every_geometry() {
     let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(SEED);
-    for case in CASES {
-        let s = spec(case);
+    for case in common::ODL_CASES {
+        let s = common::odl_case(case);
         let host = s.volume.space::<f32>().unwrap();
         let gpu = host.with_device(Device::Cuda(0)).unwrap();
         let g = s.geometry.build().unwrap();
@@ -78,8 +62,8 @@ fn cuda_matches_cpu_for_every_geometry() {
 
 #[test]
 fn cuda_adjoint_is_exact_on_device_spaces() {
-    for case in CASES {
-        let s = spec(case);
+    for case in common::ODL_CASES {
+        let s = common::odl_case(case);
         let gpu = s
             .volume
             .space::<f32>()
@@ -98,7 +82,7 @@ fn cuda_adjoint_is_exact_on_device_spaces() {
 
 #[test]
 fn host_spaces_with_cuda_backend_copy_in_and_out() {
-    let s = spec("cone3d_32");
+    let s = common::odl_case("cone3d_32");
     let host = s.volume.space::<f32>().unwrap();
     let g = s.geometry.build().unwrap();
     let cpu_op = RayTransform::new(host.clone(), g.clone(), Backend::default()).unwrap();
@@ -112,7 +96,7 @@ fn host_spaces_with_cuda_backend_copy_in_and_out() {
 
 #[test]
 fn device_mismatch_and_f64_are_errors() {
-    let s = spec("par2d_64");
+    let s = common::odl_case("par2d_64");
     let gpu = s
         .volume
         .space::<f32>()
@@ -363,7 +347,7 @@ fn batched_2d_parallel_beam_matches_one_entry_at_a_time() {
 
 #[test]
 fn batched_form_checks_its_tensors_and_exists_only_where_it_is_one_launch() {
-    let s = spec("par2d_64");
+    let s = common::odl_case("par2d_64");
     let gpu = s
         .volume
         .space::<f32>()
@@ -396,7 +380,7 @@ fn batched_form_checks_its_tensors_and_exists_only_where_it_is_one_launch() {
     assert!(b.apply_batch(&xs, &mut ys, 0).is_err());
     // Fan beams and 3D geometries go one entry at a time.
     for case in ["fan2d_64", "cone3d_32"] {
-        let s = spec(case);
+        let s = common::odl_case(case);
         let gpu = s
             .volume
             .space::<f32>()

@@ -439,19 +439,8 @@ impl PieceRunner {
                         let p = addr(ctx, &slab_bufs[sb]);
                         if ns > 1 || gi == 0 {
                             let part = &h[s.start * self.slice_len..s.end * self.slice_len];
-                            lanes
-                                .up
-                                .wait(&lanes.free[sb])
-                                .map_err(driver_err("ordering an upload"))?;
-                            // SAFETY: the buffer holds max_slab ≥ part.len() values; the
-                            // kernels that read it last are done (the wait above).
-                            unsafe { lanes.up_ring.upload(&lanes.up, part, p)? };
-                            lanes.ready[sb]
-                                .record(&lanes.up)
-                                .map_err(driver_err("recording an upload"))?;
-                            compute
-                                .wait(&lanes.ready[sb])
-                                .map_err(driver_err("ordering a kernel after its upload"))?;
+                            // SAFETY: the buffer holds max_slab ≥ part.len() values.
+                            unsafe { upload(lanes, compute, part, p, sb)? };
                         }
                         p
                     }
@@ -491,6 +480,36 @@ impl PieceRunner {
         Ok(())
     }
 
+    /// Downloads the values `span` of a host output from device buffer `buf` of `bufs` once the
+    /// kernels that wrote it (recorded in `lanes.done[buf]`) are done; nothing for a device
+    /// output.
+    fn download(
+        &self,
+        lanes: &mut Lanes,
+        out: &mut Out<'_>,
+        bufs: &[CudaSlice<f32>],
+        span: Range<usize>,
+        buf: usize,
+    ) -> Result<()> {
+        let Out::Host(h) = out else {
+            return Ok(());
+        };
+        let buf = buf.min(bufs.len() - 1);
+        lanes
+            .down
+            .wait(&lanes.done[buf])
+            .map_err(driver_err("ordering a download"))?;
+        let part = &mut h[span];
+        // SAFETY: the buffer holds these values, written by kernels ordered before the wait
+        // above.
+        unsafe {
+            lanes
+                .down_ring
+                .download(&lanes.down, addr(&self.ctx, &bufs[buf]), part)
+        }
+    }
+
+    /// The rows of view group `gi` into a host output.
     fn download_rows(
         &self,
         lanes: &mut Lanes,
@@ -499,23 +518,9 @@ impl PieceRunner {
         gi: usize,
         buf: usize,
     ) -> Result<()> {
-        let Out::Host(h) = sino else {
-            return Ok(());
-        };
         let g = &self.groups[gi];
-        let buf = buf.min(group_bufs.len() - 1);
-        lanes
-            .down
-            .wait(&lanes.done[buf])
-            .map_err(driver_err("ordering a download"))?;
-        let rows = &mut h[g.start * self.view_len..g.end * self.view_len];
-        // SAFETY: the buffer holds the group's rows, written by kernels ordered before the
-        // wait above.
-        unsafe {
-            lanes
-                .down_ring
-                .download(&lanes.down, addr(&self.ctx, &group_bufs[buf]), rows)
-        }
+        let span = g.start * self.view_len..g.end * self.view_len;
+        self.download(lanes, sino, group_bufs, span, buf)
     }
 
     /// `vol = Aᵀ sino`, piece by piece (see the [module](self)).
@@ -580,19 +585,8 @@ impl PieceRunner {
                         let p = addr(ctx, &group_bufs[gb]);
                         if ng > 1 || si == 0 {
                             let rows = &h[g.start * self.view_len..g.end * self.view_len];
-                            lanes
-                                .up
-                                .wait(&lanes.free[gb])
-                                .map_err(driver_err("ordering an upload"))?;
-                            // SAFETY: the buffer holds max_group ≥ rows.len() values; the
-                            // kernels that read it last are done (the wait above).
-                            unsafe { lanes.up_ring.upload(&lanes.up, rows, p)? };
-                            lanes.ready[gb]
-                                .record(&lanes.up)
-                                .map_err(driver_err("recording an upload"))?;
-                            compute
-                                .wait(&lanes.ready[gb])
-                                .map_err(driver_err("ordering a kernel after its upload"))?;
+                            // SAFETY: the buffer holds max_group ≥ rows.len() values.
+                            unsafe { upload(lanes, compute, rows, p, gb)? };
                         }
                         p
                     }
@@ -622,6 +616,7 @@ impl PieceRunner {
         Ok(())
     }
 
+    /// Slab `si` into a host output.
     fn download_slab(
         &self,
         lanes: &mut Lanes,
@@ -630,25 +625,40 @@ impl PieceRunner {
         si: usize,
         buf: usize,
     ) -> Result<()> {
-        let Out::Host(h) = vol else {
-            return Ok(());
-        };
         let s = &self.slabs[si];
-        let buf = buf.min(slab_bufs.len() - 1);
-        lanes
-            .down
-            .wait(&lanes.done[buf])
-            .map_err(driver_err("ordering a download"))?;
-        let part = &mut h[s.start * self.slice_len..s.end * self.slice_len];
-        // SAFETY: the buffer holds the slab, written by kernels ordered before the wait above.
-        unsafe {
-            lanes
-                .down_ring
-                .download(&lanes.down, addr(&self.ctx, &slab_bufs[buf]), part)
-        }
+        let span = s.start * self.slice_len..s.end * self.slice_len;
+        self.download(lanes, vol, slab_bufs, span, buf)
     }
 }
 
 fn host_rows(out: &Out<'_>) -> bool {
     matches!(out, Out::Host(_))
+}
+
+/// Uploads `part` into device buffer `buf` (address `p`) on the upload stream once the kernels
+/// that last read that buffer are done (`lanes.free[buf]`), and orders the compute stream after
+/// the upload (`lanes.ready[buf]`).
+///
+/// # Safety
+/// `p` must address at least `part.len()` f32 values of the lanes' device.
+unsafe fn upload(
+    lanes: &mut Lanes,
+    compute: &CudaStream,
+    part: &[f32],
+    p: u64,
+    buf: usize,
+) -> Result<()> {
+    lanes
+        .up
+        .wait(&lanes.free[buf])
+        .map_err(driver_err("ordering an upload"))?;
+    // SAFETY: the buffer holds the values (the caller), and the kernels that read it last are
+    // done (the wait above).
+    unsafe { lanes.up_ring.upload(&lanes.up, part, p)? };
+    lanes.ready[buf]
+        .record(&lanes.up)
+        .map_err(driver_err("recording an upload"))?;
+    compute
+        .wait(&lanes.ready[buf])
+        .map_err(driver_err("ordering a kernel after its upload"))
 }

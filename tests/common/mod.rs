@@ -11,6 +11,28 @@ use rodl::{
     MultiplyOperator, ReductionOperator, Scalar, ScalingOperator, Space, ZeroOperator,
 };
 
+/// The ODL reference cases of `tests/data/odl` that every geometry kind has.
+pub const ODL_CASES: [&str; 5] = [
+    "par2d_64",
+    "fan2d_64",
+    "par3d_32",
+    "cone3d_32",
+    "helical_32",
+];
+
+/// The ODL reference case `case` (`tests/data/odl/{case}.json`), from the source tree or, for
+/// test binaries staged and run elsewhere, from the current directory.
+pub fn odl_case(case: &str) -> rodl::tomo::TomoSpec {
+    let rel = format!("tests/data/odl/{case}.json");
+    let p = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(&rel);
+    rodl::tomo::TomoSpec::from_file(if p.exists() {
+        p
+    } else {
+        std::path::PathBuf::from(rel)
+    })
+    .unwrap()
+}
+
 /// Adjointness tolerance of the issue: 1e-12 relative in f64, 1e-5 in f32.
 pub fn adjoint_tol<T: Scalar>() -> f64 {
     if T::EPS < 1e-10 {

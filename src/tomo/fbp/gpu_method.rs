@@ -33,7 +33,7 @@ pub const CUFFT_ENV: &str = "RODL_CUFFT";
 /// |---|---|
 /// | unset or empty | cuFFT if `libcufft` loads under its standard names (`libcufft.so`, `libcufft.so.12` of CUDA 13, `libcufft.so.11` of CUDA 12, …) from the loader's search path (`ldconfig`, `LD_LIBRARY_PATH`), otherwise the direct convolution |
 /// | `off`, `0`, `no`, `false`, `direct` | the direct convolution |
-/// | a file's path | that cuFFT library; [`Error::CudaUnavailable`](crate::Error::CudaUnavailable) at construction when it cannot be loaded or lacks a function rodl calls |
+/// | a file's path | that cuFFT library; [`crate::Error::CudaUnavailable`] at construction when it cannot be loaded or lacks a function rodl calls |
 ///
 /// A missing or unusable cuFFT is never a panic: the library is opened and its functions are
 /// looked up before any is called.
