@@ -64,12 +64,7 @@ fn cuda_matches_cpu_for_every_geometry() {
 fn cuda_adjoint_is_exact_on_device_spaces() {
     for case in common::ODL_CASES {
         let s = common::odl_case(case);
-        let gpu = s
-            .volume
-            .space::<f32>()
-            .unwrap()
-            .with_device(Device::Cuda(0))
-            .unwrap();
+        let gpu = common::odl_volume_on_gpu(&s);
         let op = RayTransform::new(gpu, s.geometry.build().unwrap(), Backend::cuda(0)).unwrap();
         let r = check_adjoint(&op, 3, 11).unwrap();
         eprintln!(
@@ -97,12 +92,7 @@ fn host_spaces_with_cuda_backend_copy_in_and_out() {
 #[test]
 fn device_mismatch_and_f64_are_errors() {
     let s = common::odl_case("par2d_64");
-    let gpu = s
-        .volume
-        .space::<f32>()
-        .unwrap()
-        .with_device(Device::Cuda(0))
-        .unwrap();
+    let gpu = common::odl_volume_on_gpu(&s);
     let g = s.geometry.build().unwrap();
     assert!(RayTransform::new(gpu.clone(), g.clone(), Backend::cuda(1)).is_err());
     assert!(RayTransform::new(gpu, g.clone(), Backend::default()).is_err());
@@ -348,12 +338,7 @@ fn batched_2d_parallel_beam_matches_one_entry_at_a_time() {
 #[test]
 fn batched_form_checks_its_tensors_and_exists_only_where_it_is_one_launch() {
     let s = common::odl_case("par2d_64");
-    let gpu = s
-        .volume
-        .space::<f32>()
-        .unwrap()
-        .with_device(Device::Cuda(0))
-        .unwrap();
+    let gpu = common::odl_volume_on_gpu(&s);
     let ray =
         RayTransform::new(gpu.clone(), s.geometry.build().unwrap(), Backend::cuda(0)).unwrap();
     let b = ray
@@ -381,12 +366,7 @@ fn batched_form_checks_its_tensors_and_exists_only_where_it_is_one_launch() {
     // Fan beams and 3D geometries go one entry at a time.
     for case in ["fan2d_64", "cone3d_32"] {
         let s = common::odl_case(case);
-        let gpu = s
-            .volume
-            .space::<f32>()
-            .unwrap()
-            .with_device(Device::Cuda(0))
-            .unwrap();
+        let gpu = common::odl_volume_on_gpu(&s);
         let op = RayTransform::new(gpu, s.geometry.build().unwrap(), Backend::cuda(0)).unwrap();
         assert!(op.batched().is_none(), "{case}");
         assert!(op.adjoint().unwrap().batched().is_none(), "{case}");

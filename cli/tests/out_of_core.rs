@@ -10,40 +10,9 @@ use ndarray::ArrayD;
 use ndarray_npy::{read_npy, write_npy};
 use rand::{Rng, SeedableRng};
 
-/// A fresh directory, removed on drop.
-struct TempDir(PathBuf);
+mod common;
 
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or(0);
-        let dir =
-            std::env::temp_dir().join(format!("rodl-ooc-{tag}-{}-{nanos}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-
-    fn listing(&self) -> Vec<String> {
-        let mut names: Vec<String> = std::fs::read_dir(&self.0)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        names
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use common::{stderr, TempDir};
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
@@ -57,10 +26,6 @@ fn rodl(args: &[&str], limit: Option<&str>) -> Output {
         cmd.env("RODL_MEMORY_LIMIT", l);
     }
     cmd.output().expect("cannot start the rodl binary")
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 fn ok(out: Output) -> String {

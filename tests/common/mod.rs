@@ -33,6 +33,15 @@ pub fn odl_case(case: &str) -> rodl::tomo::TomoSpec {
     .unwrap()
 }
 
+/// The f32 volume space of an ODL reference case on GPU 0.
+pub fn odl_volume_on_gpu(spec: &rodl::tomo::TomoSpec) -> Space<f32> {
+    spec.volume
+        .space::<f32>()
+        .unwrap()
+        .with_device(rodl::Device::Cuda(0))
+        .unwrap()
+}
+
 /// Adjointness tolerance of the issue: 1e-12 relative in f64, 1e-5 in f32.
 pub fn adjoint_tol<T: Scalar>() -> f64 {
     if T::EPS < 1e-10 {
