@@ -3,118 +3,19 @@
 //! single transform (forward and adjoint, to rounding) and its adjoint is exact; sub-geometries
 //! keep the data weighting; bad splits and missing devices are clean errors.
 
-use std::f64::consts::PI;
-
-use rand::SeedableRng;
 use rodl::factory::SpaceDescExt;
-use rodl::tomo::{
-    Backend, Beam, CpuOptions, Geometry, MultiDeviceRayTransform, RayTransform, VecGeometry, View,
-};
-use rodl::{
-    check_adjoint, uniform_discr, Device, Element, Error, LinearOperator, Operator, Scalar, Space,
-    UniformPartition,
-};
+use rodl::tomo::{Backend, CpuOptions, MultiDeviceRayTransform, RayTransform};
+use rodl::{check_adjoint, uniform_discr, Device, Error, LinearOperator, Operator, Scalar};
+
+mod common;
+
+use common::{adjoint_tol, rel_dist, rng};
 
 const CPU: Device = Device::Cpu;
 
-fn rng(seed: u64) -> rand::rngs::StdRng {
-    rand::rngs::StdRng::seed_from_u64(seed)
-}
-
-fn adjoint_tol<T: Scalar>() -> f64 {
-    if T::EPS < 1e-10 {
-        1e-12
-    } else {
-        1e-5
-    }
-}
-
-fn rel_dist<T: Scalar>(space: &Space<T>, a: &Element<T>, b: &Element<T>) -> f64 {
-    let n = space.norm(b).unwrap().max(space.norm(a).unwrap());
-    if n == 0.0 {
-        0.0
-    } else {
-        space.dist(a, b).unwrap() / n
-    }
-}
-
-fn part(lo: f64, hi: f64, n: usize) -> UniformPartition {
-    UniformPartition::new(&[lo], &[hi], &[n]).unwrap()
-}
-
-/// A 2D or 3D volume and a geometry of each kind.
-fn cases<T: Scalar>() -> Vec<(&'static str, Space<T>, Geometry)> {
-    let v2 = uniform_discr::<T>(&[-1.0, -0.8], &[1.0, 1.2], &[20, 18]).unwrap();
-    let v3 = uniform_discr::<T>(&[-1.0, -1.0, -0.5], &[1.0, 1.0, 0.7], &[12, 12, 10]).unwrap();
-    let det2 = part(-1.6, 1.6, 25);
-    let det3 = UniformPartition::new(&[-1.8, -1.2], &[1.8, 1.2], &[20, 14]).unwrap();
-    let views: Vec<View> = (0..7)
-        .map(|k| {
-            let t = 0.4 * k as f64;
-            View {
-                src: [-4.0 * t.sin(), -4.0 * t.cos(), 0.1 * k as f64],
-                det_center: [2.0 * t.sin(), 2.0 * t.cos(), 0.0],
-                det_u: [0.15 * t.cos(), -0.15 * t.sin(), 0.0],
-                det_v: [0.0, 0.0, 0.15],
-            }
-        })
-        .collect();
-    vec![
-        (
-            "parallel 2D",
-            v2.clone(),
-            Geometry::parallel_2d(&part(0.0, PI, 11), &det2).unwrap(),
-        ),
-        (
-            "fan",
-            v2.clone(),
-            Geometry::fan_flat(&part(0.0, 2.0 * PI, 13), &det2, 5.0, 3.0, 0.1).unwrap(),
-        ),
-        (
-            "parallel 3D",
-            v3.clone(),
-            Geometry::parallel_3d(&part(0.0, PI, 9), &det3, [0.2, 0.1, 1.0], [0.05, -0.1]).unwrap(),
-        ),
-        (
-            "cone",
-            v3.clone(),
-            Geometry::cone_flat(
-                &part(0.0, 2.0 * PI, 10),
-                &det3,
-                6.0,
-                4.0,
-                0.0,
-                [0.0, 0.0, 1.0],
-                [0.0, 0.0],
-            )
-            .unwrap(),
-        ),
-        (
-            "helical",
-            v3.clone(),
-            Geometry::cone_flat(
-                &part(0.0, 4.0 * PI, 14),
-                &det3,
-                6.0,
-                4.0,
-                0.6,
-                [0.0, 0.0, 1.0],
-                [0.0, 0.0],
-            )
-            .unwrap(),
-        ),
-        (
-            "vec (point beams)",
-            v3,
-            Geometry::from_vec(VecGeometry::new(3, Beam::Point, &[16, 12], views).unwrap())
-                .unwrap(),
-        ),
-    ]
-}
-
 fn split_equals_single<T: Scalar>() {
     let tol = 64.0 * T::EPS;
-    for (name, space, geometry) in cases::<T>() {
+    for (name, space, geometry) in common::geometry_cases::<T>([12, 12, 10], 0.0) {
         let single =
             RayTransform::new(space.clone(), geometry.clone(), Backend::default()).unwrap();
         let single_adj = single.adjoint().unwrap();
@@ -178,7 +79,7 @@ fn split_transform_equals_single_transform_f32() {
 
 #[test]
 fn uneven_view_counts_and_thread_options() {
-    let (_, space, geometry) = cases::<f64>().remove(0); // 11 views
+    let (_, space, geometry) = common::geometry_cases::<f64>([12, 12, 10], 0.0).remove(0); // 11 views
     let single = RayTransform::new(space.clone(), geometry.clone(), Backend::default()).unwrap();
     let x = space.random_normal(&mut rng(2)).unwrap();
     let y = single.range().random_normal(&mut rng(3)).unwrap();
@@ -209,7 +110,7 @@ fn uneven_view_counts_and_thread_options() {
 
 #[test]
 fn sub_geometries_are_the_rows_of_the_full_transform() {
-    for (name, space, geometry) in cases::<f64>() {
+    for (name, space, geometry) in common::geometry_cases::<f64>([12, 12, 10], 0.0) {
         let n = geometry.vec().num_views();
         let full = RayTransform::new(space.clone(), geometry.clone(), Backend::default()).unwrap();
         let x = space.random_normal(&mut rng(9)).unwrap();
@@ -240,7 +141,7 @@ fn sub_geometries_are_the_rows_of_the_full_transform() {
 
 #[test]
 fn bad_splits_and_missing_devices_are_clean_errors() {
-    let (_, space, geometry) = cases::<f32>().remove(0); // 11 views
+    let (_, space, geometry) = common::geometry_cases::<f32>([12, 12, 10], 0.0).remove(0); // 11 views
     let cpu = CpuOptions::default;
     let new = |d: &[Device]| {
         MultiDeviceRayTransform::<f32>::new(space.desc(), geometry.clone(), cpu(), d)
@@ -289,7 +190,7 @@ fn bad_splits_and_missing_devices_are_clean_errors() {
 
 #[test]
 fn norm_estimates_agree() {
-    let (_, space, geometry) = cases::<f64>().remove(1);
+    let (_, space, geometry) = common::geometry_cases::<f64>([12, 12, 10], 0.0).remove(1);
     let single = RayTransform::new(space.clone(), geometry.clone(), Backend::default()).unwrap();
     let multi = MultiDeviceRayTransform::<f64>::new(
         space.desc(),

@@ -12,78 +12,33 @@ use rodl::tomo::split::{piece_transform, plan, slab_space, SplitPlan, SplitProbl
 use rodl::tomo::{Backend, Beam, Geometry, RayTransform, VecGeometry, View};
 use rodl::{uniform_discr, Device, Error, LinearOperator, Operator, Space, UniformPartition};
 
+mod common;
+
 fn part(lo: f64, hi: f64, n: usize) -> UniformPartition {
     UniformPartition::new(&[lo], &[hi], &[n]).unwrap()
 }
 
-/// A volume and a geometry of each kind.
+/// A volume and a geometry of each kind, 3D volumes of odd sizes and a tilted vector detector,
+/// and a cone rotating about x, the volume's first axis (its slabs across the rotation axis).
 fn cases() -> Vec<(&'static str, Space<f64>, Geometry)> {
-    let v2 = uniform_discr::<f64>(&[-1.0, -0.8], &[1.0, 1.2], &[20, 18]).unwrap();
-    let v3 = uniform_discr::<f64>(&[-1.0, -1.0, -0.5], &[1.0, 1.0, 0.7], &[12, 11, 10]).unwrap();
-    let det2 = part(-1.6, 1.6, 25);
+    let mut cases = common::geometry_cases::<f64>([12, 11, 10], 0.01);
+    let v3 = cases.last().unwrap().1.clone();
     let det3 = UniformPartition::new(&[-1.8, -1.2], &[1.8, 1.2], &[20, 14]).unwrap();
-    let views: Vec<View> = (0..7)
-        .map(|k| {
-            let t = 0.4 * k as f64;
-            View {
-                src: [-4.0 * t.sin(), -4.0 * t.cos(), 0.1 * k as f64],
-                det_center: [2.0 * t.sin(), 2.0 * t.cos(), 0.0],
-                det_u: [0.15 * t.cos(), -0.15 * t.sin(), 0.02],
-                det_v: [0.01, 0.0, 0.15],
-            }
-        })
-        .collect();
-    let z = [0.0, 0.0, 1.0];
-    vec![
-        (
-            "parallel 2D",
-            v2.clone(),
-            Geometry::parallel_2d(&part(0.0, PI, 11), &det2).unwrap(),
-        ),
-        (
-            "fan",
-            v2,
-            Geometry::fan_flat(&part(0.0, 2.0 * PI, 13), &det2, 5.0, 3.0, 0.1).unwrap(),
-        ),
-        (
-            "parallel 3D",
-            v3.clone(),
-            Geometry::parallel_3d(&part(0.0, PI, 9), &det3, [0.2, 0.1, 1.0], [0.05, -0.1]).unwrap(),
-        ),
-        (
-            "cone",
-            v3.clone(),
-            Geometry::cone_flat(&part(0.0, 2.0 * PI, 10), &det3, 6.0, 4.0, 0.0, z, [0.0; 2])
-                .unwrap(),
-        ),
-        (
-            "helical",
-            v3.clone(),
-            Geometry::cone_flat(&part(0.0, 4.0 * PI, 14), &det3, 6.0, 4.0, 0.6, z, [0.0; 2])
-                .unwrap(),
-        ),
-        (
-            // Rotating about x, the volume's first axis: the slabs are across the rotation axis.
-            "cone about x",
-            v3.clone(),
-            Geometry::cone_flat(
-                &part(0.0, 2.0 * PI, 9),
-                &det3,
-                6.0,
-                4.0,
-                0.0,
-                [1.0, 0.0, 0.0],
-                [0.1, 0.0],
-            )
-            .unwrap(),
-        ),
-        (
-            "vec (point beams)",
-            v3,
-            Geometry::from_vec(VecGeometry::new(3, Beam::Point, &[16, 12], views).unwrap())
-                .unwrap(),
-        ),
-    ]
+    cases.push((
+        "cone about x",
+        v3,
+        Geometry::cone_flat(
+            &part(0.0, 2.0 * PI, 9),
+            &det3,
+            6.0,
+            4.0,
+            0.0,
+            [1.0, 0.0, 0.0],
+            [0.1, 0.0],
+        )
+        .unwrap(),
+    ));
+    cases
 }
 
 /// Random values on `space`.

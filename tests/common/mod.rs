@@ -5,10 +5,13 @@
 use std::sync::Arc;
 
 use rand::SeedableRng;
+use rodl::tomo::{Beam, Geometry, VecGeometry, View};
+use rodl::uniform_discr;
 use rodl::{
     diagonal_operator, BlockOperator, BroadcastOperator, ComponentEmbedding, ComponentProjection,
     Divergence, Element, Gradient, IdentityOperator, Laplacian, LinOp, LinearOperatorExt,
-    MultiplyOperator, ReductionOperator, Scalar, ScalingOperator, Space, ZeroOperator,
+    MultiplyOperator, ReductionOperator, Scalar, ScalingOperator, Space, UniformPartition,
+    ZeroOperator,
 };
 
 /// The ODL reference cases of `tests/data/odl` that every geometry kind has.
@@ -304,4 +307,94 @@ pub fn assert_linear<T: Scalar>(ops: &[(String, LinOp<T>)], seed: u64, tol: f64)
         let e = rodl::check_linearity(op.as_ref(), 2, seed).unwrap();
         assert!(e <= tol, "{name}: linearity error {e:e} > {tol:e}");
     }
+}
+
+/// A 2D or 3D volume and a geometry of each kind (parallel 2D, fan, parallel 3D, cone,
+/// helical, and point beams from vectors): 3D volumes of `shape3` voxels, the vector
+/// geometry's detector tilted by `tilt` (its `u` axis rises by `2·tilt`, its `v` axis leans by
+/// `tilt`).
+pub fn geometry_cases<T: Scalar>(
+    shape3: [usize; 3],
+    tilt: f64,
+) -> Vec<(&'static str, Space<T>, Geometry)> {
+    let part = |lo: f64, hi: f64, n: usize| UniformPartition::new(&[lo], &[hi], &[n]).unwrap();
+    let v2 = uniform_discr::<T>(&[-1.0, -0.8], &[1.0, 1.2], &[20, 18]).unwrap();
+    let v3 = uniform_discr::<T>(&[-1.0, -1.0, -0.5], &[1.0, 1.0, 0.7], &shape3).unwrap();
+    let det2 = part(-1.6, 1.6, 25);
+    let det3 = UniformPartition::new(&[-1.8, -1.2], &[1.8, 1.2], &[20, 14]).unwrap();
+    let views: Vec<View> = (0..7)
+        .map(|k| {
+            let t = 0.4 * k as f64;
+            View {
+                src: [-4.0 * t.sin(), -4.0 * t.cos(), 0.1 * k as f64],
+                det_center: [2.0 * t.sin(), 2.0 * t.cos(), 0.0],
+                det_u: [0.15 * t.cos(), -0.15 * t.sin(), 2.0 * tilt],
+                det_v: [tilt, 0.0, 0.15],
+            }
+        })
+        .collect();
+    vec![
+        (
+            "parallel 2D",
+            v2.clone(),
+            Geometry::parallel_2d(&part(0.0, std::f64::consts::PI, 11), &det2).unwrap(),
+        ),
+        (
+            "fan",
+            v2.clone(),
+            Geometry::fan_flat(
+                &part(0.0, 2.0 * std::f64::consts::PI, 13),
+                &det2,
+                5.0,
+                3.0,
+                0.1,
+            )
+            .unwrap(),
+        ),
+        (
+            "parallel 3D",
+            v3.clone(),
+            Geometry::parallel_3d(
+                &part(0.0, std::f64::consts::PI, 9),
+                &det3,
+                [0.2, 0.1, 1.0],
+                [0.05, -0.1],
+            )
+            .unwrap(),
+        ),
+        (
+            "cone",
+            v3.clone(),
+            Geometry::cone_flat(
+                &part(0.0, 2.0 * std::f64::consts::PI, 10),
+                &det3,
+                6.0,
+                4.0,
+                0.0,
+                [0.0, 0.0, 1.0],
+                [0.0, 0.0],
+            )
+            .unwrap(),
+        ),
+        (
+            "helical",
+            v3.clone(),
+            Geometry::cone_flat(
+                &part(0.0, 4.0 * std::f64::consts::PI, 14),
+                &det3,
+                6.0,
+                4.0,
+                0.6,
+                [0.0, 0.0, 1.0],
+                [0.0, 0.0],
+            )
+            .unwrap(),
+        ),
+        (
+            "vec (point beams)",
+            v3,
+            Geometry::from_vec(VecGeometry::new(3, Beam::Point, &[16, 12], views).unwrap())
+                .unwrap(),
+        ),
+    ]
 }
