@@ -301,8 +301,9 @@ fn batched_matches_entries(op: &dyn Operator<f32>, batch: usize, seed: u64) -> f
 #[test]
 fn batched_2d_parallel_beam_matches_one_entry_at_a_time() {
     let part = |lo: f64, hi: f64, n: usize| UniformPartition::new(&[lo], &[hi], &[n]).unwrap();
-    // Sizes off the 16-pixel tiles, detectors finer and coarser than the cells, few and many
-    // views (the views split over blocks or not).
+    // Sizes off the 16- and 32-pixel tiles, detectors finer and coarser than the cells, few and
+    // many views (the views split over blocks or not); batches of one launch and of two (11 > 8
+    // entries per launch of the batched transpose).
     for (k, &(n0, n1, views, det, w)) in [
         (33, 47, 31, 41, 3.0),
         (64, 64, 90, 96, 2.9),
@@ -322,7 +323,7 @@ fn batched_2d_parallel_beam_matches_one_entry_at_a_time() {
         let ray = RayTransform::new(gpu, g, Backend::cuda(0)).unwrap();
         let adj = ray.adjoint().unwrap();
         let scaled_adj = adj.scaled(0.25).unwrap();
-        for batch in [1, 3, 8] {
+        for batch in [1, 3, 8, 11] {
             let seed = SEED + (10 * k + batch) as u64;
             let ef = batched_matches_entries(&ray, batch, seed);
             let ea = batched_matches_entries(adj.as_ref(), batch, seed + 1);

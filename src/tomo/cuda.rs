@@ -33,6 +33,13 @@ const FORWARD_SEGMENT_PLANES: i32 = 128;
 /// Detector rows per chunk of the chunked 3D kernels (a warp's 32 lanes).
 const CHUNK_ROWS: usize = 32;
 
+/// The most entries one launch of `joseph_backward2_gather_f32` takes (`GATHER2_BATCH` in
+/// `kernels/ray_joseph.cu`).
+const GATHER2_BATCH: usize = 8;
+
+/// Bytes per `f32`.
+const F32: usize = std::mem::size_of::<f32>();
+
 /// Block shape of the shared-memory 2D forward (`joseph_forward2_smem_f32`), the configuration
 /// measured on an H200 (parallel2d_512: 0.294 ms against 0.466 ms for four threads per ray).
 mod slab {
@@ -81,7 +88,8 @@ pub(crate) struct CudaRay {
     ctx: Arc<DeviceCtx>,
     views: CudaSlice<f64>,
     params: RayParams,
-    /// The tables of the 2D parallel-beam tiled transpose (`joseph_backward2_tile_f32`).
+    /// The tables of the 2D parallel-beam transposes (`joseph_backward2_lanes_f32` and
+    /// `joseph_backward2_gather_f32`).
     tables2: Option<Tables2>,
 }
 
@@ -110,7 +118,7 @@ impl CudaRay {
 
     /// The transform of the views `views` of `geom` on `grid` (a slab of the whole grid, with
     /// its cell sides: [`Grid::slab`]), for one piece of a split transform: its data are the
-    /// rows of those views, its volume the slab. Without the 2D tiled transpose's tables (a piece's
+    /// rows of those views, its volume the slab. Without the 2D transposes' tables (a piece's
     /// transpose adds into its slab).
     pub(crate) fn piece(
         id: usize,
@@ -166,7 +174,7 @@ impl CudaRay {
     }
 
     /// Sets every ray of a 2D parallel beam up once on the device (`joseph_setup2_f32`) for
-    /// the tiled transpose.
+    /// the 2D transposes.
     fn setup_tables2(&self) -> Result<Tables2> {
         let rays = self.params.nviews as usize * self.params.nu as usize;
         let mut table = self.ctx.alloc_raw::<f32>(2 * rays)?;
@@ -449,18 +457,19 @@ impl CudaRay {
     }
 
     /// `vol = Aᵀ sino` on the device (unscaled transpose): the forward's taps scattered with
-    /// atomic adds into the zeroed volume, or added per tile of pixels.
+    /// atomic adds into the zeroed volume, or gathered per tile of pixels.
     ///
     /// Kernels (`kernels/ray_joseph.cu`):
     /// - 2D parallel beams, 32-bit indices: `joseph_weigh2_f32` forms `c = w · y` per ray, then
-    ///   `joseph_backward2_tile_f32`: blocks of 256 threads own tiles of 16 × 16 pixels in
-    ///   shared memory; each warp takes a share of the views, its lanes the rays that can reach
-    ///   the tile (their set-up tabled once at construction by `joseph_setup2_f32`), and each
-    ///   ray adds its products `c · weight` with the forward's taps and weights into the tile
-    ///   (shared-memory atomics); the tile is then stored, or added into the zeroed volume where
-    ///   the views of a tile are split over blocks to fill the GPU. On an H200, parallel2d_512
-    ///   took 0.59 ms (1.03 ms for a per-pixel gather over the same tables, 1.69 ms for the
-    ///   scattering kernel).
+    ///   `joseph_backward2_lanes_f32`: blocks of 256 threads own tiles of 32 × 32 pixels, each
+    ///   warp a copy of the tile in shared memory and a share of the views; for a view, lane `l`
+    ///   owns the tile's `l`-th plane and adds into it the products `c · weight` (the forward's
+    ///   taps and weights) of the rays that can reach the tile (their set-up tabled once at
+    ///   construction by `joseph_setup2_f32`, broadcast by shuffles): no atomics. The copies
+    ///   are summed per pixel and stored, or added into the zeroed volume where the views are
+    ///   split over blocks to fill the GPU. See [`Self::transpose_batch`] for batches. H200,
+    ///   kernel harness: parallel2d_512 0.40 ms (0.55 ms for the shared-atomic tile kernel it
+    ///   replaced, 1.69 ms for the scattering kernel).
     /// - 3D, 32-bit voxel indices: `joseph_backward3_profile_f32`, one thread per (segment of
     ///   [`SEGMENT_PLANES`] planes, ray), in the order of the forward's kernel (the writes of
     ///   the threads in flight land in a slab of one band of the volume, which L2 holds). A warp holds 32 rows of one detector column; where they share their
@@ -483,13 +492,13 @@ impl CudaRay {
     }
 
     /// `vol = Aᵀ sino` (or `vol += Aᵀ sino` with `accumulate`: the scattering kernels without
-    /// the zeroing, never the tiles) at device addresses, queued on the device's stream.
+    /// the zeroing, never the 2D tables' kernels) at device addresses, queued on the device's stream.
     ///
     /// # Safety
     /// As [`Self::forward_raw`].
     pub(crate) unsafe fn transpose_raw(&self, sino: u64, vol: u64, accumulate: bool) -> Result<()> {
         if let (Some(g), false) = (&self.tables2, accumulate) {
-            return self.transpose2_tiles(sino, vol, g, 1);
+            return self.transpose2(sino, vol, g, 1);
         }
         if !accumulate {
             let voxels = self.params.shape.iter().product::<i64>() as usize;
@@ -507,7 +516,7 @@ impl CudaRay {
     }
 
     /// The most entries [`Self::forward_batch`] and [`Self::transpose_batch`] take in one
-    /// launch sequence: 1 unless the geometry is a 2D parallel beam on the tiled transpose's
+    /// launch sequence: 1 unless the geometry is a 2D parallel beam on the tabled transposes'
     /// path (then limited by the launch grids).
     pub(crate) fn max_batch(&self) -> usize {
         if self.tables2.is_none() {
@@ -553,7 +562,11 @@ impl CudaRay {
 
     /// `vol[b] = Aᵀ sino[b]` for `batch` entries stored one after the other, in one launch
     /// sequence (2D parallel beams, `batch ≤` [`Self::max_batch`]); otherwise only
-    /// `batch == 1`, as [`Self::transpose`].
+    /// `batch == 1`, as [`Self::transpose`]. A 2D batch goes through
+    /// `joseph_backward2_gather_f32`, a pixel per thread and up to eight entries per launch:
+    /// the rays that reach the pixel and their weights are found once for all the entries
+    /// (H200, kernel harness: the learned primal-dual operator at batch 8 in 0.35 ms, 0.82 ms
+    /// with the tile kernel it replaced).
     pub(crate) fn transpose_batch(
         &self,
         sino: &DeviceTensor<f32>,
@@ -574,7 +587,7 @@ impl CudaRay {
         let (v, _v) = vol.slice_mut().device_ptr_mut(stream);
         // The tensors hold `batch` data and volumes of this geometry (checked above) and stay
         // borrowed while the kernels are queued on the device's stream.
-        self.transpose2_tiles(s, v, g, batch)
+        self.transpose2(s, v, g, batch)
     }
 
     /// Errors unless `batch` entries fit one launch and the buffers hold `batch` volumes and
@@ -599,10 +612,10 @@ impl CudaRay {
     }
 
     /// The 2D parallel-beam transpose of `batch` sinograms: `c = w · y` per ray
-    /// (`joseph_weigh2_f32`, the scattering transpose's product), then the tiles.
+    /// (`joseph_weigh2_f32`, the scattering transpose's product), then [`Self::launch_transpose2`].
     /// `sino` and `vol` are device addresses of `batch` sinograms and volumes of this geometry
     /// (the callers' checks).
-    fn transpose2_tiles(&self, sino: u64, vol: u64, g: &Tables2, batch: usize) -> Result<()> {
+    fn transpose2(&self, sino: u64, vol: u64, g: &Tables2, batch: usize) -> Result<()> {
         let rays = self.params.nviews as usize * self.params.nu as usize;
         let total = rays * batch;
         let (Ok(n), Ok(per)) = (u32::try_from(total), u32::try_from(rays)) else {
@@ -622,58 +635,113 @@ impl CudaRay {
             // checked), `weights` one per ray.
             unsafe { b.launch(self.ctx.launch_cfg(total)) }.map_err(driver_err(weigh))?;
         }
-        self.launch_tile2(&cw, vol, g, batch)
+        self.launch_transpose2(&cw, vol, g, batch)
     }
 
-    /// Launches `joseph_backward2_tile_f32` over `batch` entries: `cw` holds `batch` rows of
-    /// `w · y` (one value per ray each), `vol` `batch` volumes. Blocks of 256 threads own tiles
-    /// of 16 × 16 pixels; where the tiles of the batch would not fill the GPU twice over, the
-    /// views are split over `split` blocks per tile whose sums are added into the zeroed volume.
-    fn launch_tile2(&self, cw: &CudaSlice<f32>, vol: u64, g: &Tables2, batch: usize) -> Result<()> {
-        const TILE: u64 = 16;
+    /// Launches the 2D transposes over `batch` entries of `cw` (rows of `w · y`, one value per
+    /// ray each) into `batch` volumes at `vol`: one entry through `joseph_backward2_lanes_f32`
+    /// (blocks of 256 threads own 32 × 32 pixels, lanes the tile's planes, no atomics), a
+    /// batch through `joseph_backward2_gather_f32` in chunks of [`GATHER2_BATCH`] entries (a
+    /// pixel per thread, the search for its rays paid once for the chunk). Where the blocks
+    /// would not fill the GPU, the views are split over blocks whose sums are added into the
+    /// zeroed volumes. H200 (`tools/kernel-harness/par2d_adjoint.cu`): parallel2d_512 0.40 ms
+    /// at batch 1, the learned primal-dual operator 0.35 ms at batch 8, against 0.55 and 0.82
+    /// ms for the shared-atomic tile kernel they replace.
+    fn launch_transpose2(
+        &self,
+        cw: &CudaSlice<f32>,
+        vol: u64,
+        g: &Tables2,
+        batch: usize,
+    ) -> Result<()> {
         const THREADS: u32 = 256;
-        let name = "joseph_backward2_tile_f32";
-        let f = self.ctx.function(&RAY, name)?;
         let (n0, n1) = (self.params.shape[0] as u64, self.params.shape[1] as u64);
-        let tiles = n0.div_ceil(TILE) * n1.div_ceil(TILE);
-        let blocks = tiles * batch as u64;
-        // Two waves of 8 blocks of 256 threads per multiprocessor, views split at most 16 ways
-        // and into shares of at least 8 views.
-        let want = 2 * 8 * u64::from(self.ctx.sm_count());
-        let max_split = (self.params.nviews as u64 / 8).clamp(1, 16);
-        let split = want.div_ceil(blocks.max(1)).clamp(1, max_split);
-        let (Ok(gx), Ok(gz)) = (u32::try_from(tiles), u16::try_from(batch)) else {
-            return Err(Error::Unsupported(format!(
-                "{name}: {tiles} tiles × a batch of {batch} exceed the launch grid"
-            )));
-        };
-        if gx == 0 || gz == 0 {
+        let nviews = self.params.nviews as u64;
+        if n0 == 0 || n1 == 0 || batch == 0 {
             return Ok(());
         }
+        // Blocks to fill the GPU: 16 per multiprocessor (two waves of eight).
+        let want = 16 * u64::from(self.ctx.sm_count());
+        let split_for = |blocks: u64, most: u64| -> u64 {
+            want.div_ceil(blocks.max(1))
+                .clamp(1, most.min((nviews / 8).max(1)))
+        };
         let stream = self.ctx.stream();
-        if split > 1 {
-            let voxels = (n0 * n1) as usize * batch;
-            self.zero(vol, voxels, "clearing the volume")?;
+        let voxels = (n0 * n1) as usize;
+        let per = self.params.nviews as usize * self.params.nu as usize;
+        let (cw_at, _cw) = cw.device_ptr(stream);
+        if batch == 1 {
+            let name = "joseph_backward2_lanes_f32";
+            let f = self.ctx.function(&RAY, name)?;
+            let tiles = n0.div_ceil(32) * n1.div_ceil(32);
+            let split = split_for(tiles, 8);
+            let Ok(gx) = u32::try_from(tiles) else {
+                return Err(Error::Unsupported(format!(
+                    "{name}: {tiles} tiles exceed the launch grid"
+                )));
+            };
+            if split > 1 {
+                self.zero(vol, voxels, "clearing the volume")?;
+            }
+            let split_arg = split as i32;
+            let cfg = LaunchConfig {
+                grid_dim: (gx, split as u32, 1),
+                block_dim: (THREADS, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            let mut b = stream.launch_builder(&f);
+            b.arg(&cw_at)
+                .arg(&vol)
+                .arg(&g.rays)
+                .arg(&g.info)
+                .arg(&self.params)
+                .arg(&split_arg);
+            // SAFETY: the signature is (const float* cw, float* vol, const Ray2*, const View2*,
+            // RayParams, int split); `cw` holds one value per ray of this geometry and `vol` one
+            // volume (checked by the callers), the tables were built for it by `setup_tables2`;
+            // 32-bit pixel indices (fits_i32) and planes below 32768; blocks of 256 threads (the
+            // launch bounds), one per tile of 32 × 32 pixels and view share, batch entry 0.
+            unsafe { b.launch(cfg) }.map_err(driver_err(name))?;
+            return Ok(());
         }
+        let name = "joseph_backward2_gather_f32";
+        let f = self.ctx.function(&RAY, name)?;
+        let (gx, gy) = (n1.div_ceil(16), n0.div_ceil(16));
+        let split = split_for(gx * gy, 4);
+        if split > 1 {
+            self.zero(vol, voxels * batch, "clearing the volumes")?;
+        }
+        let (Ok(gx), Ok(gy)) = (u32::try_from(gx), u32::try_from(gy)) else {
+            return Err(Error::Unsupported(format!(
+                "{name}: {n0} × {n1} pixels exceed the launch grid"
+            )));
+        };
         let split_arg = split as i32;
         let cfg = LaunchConfig {
-            grid_dim: (gx, split as u32, u32::from(gz)),
+            grid_dim: (gx, gy, split as u32),
             block_dim: (THREADS, 1, 1),
             shared_mem_bytes: 0,
         };
-        let mut b = stream.launch_builder(&f);
-        b.arg(cw)
-            .arg(&vol)
-            .arg(&g.rays)
-            .arg(&g.info)
-            .arg(&self.params)
-            .arg(&split_arg);
-        // SAFETY: the signature is (const float* cw, float* vol, const Ray2*, const View2*,
-        // RayParams, int split); `cw` holds `batch` rows of one value per ray of this geometry
-        // and `vol` `batch` volumes (checked by the callers), the tables were built for it by
-        // `setup_tables2`; 32-bit pixel indices (fits_i32) and planes below 32768; blocks of 256
-        // threads (the launch bounds), one per tile of 16 × 16 pixels, view share and entry.
-        unsafe { b.launch(cfg) }.map_err(driver_err(name))?;
+        for first in (0..batch).step_by(GATHER2_BATCH) {
+            let entries = (batch - first).min(GATHER2_BATCH) as i32;
+            let src = cw_at + (first * per * F32) as u64;
+            let dst = vol + (first * voxels * F32) as u64;
+            let mut b = stream.launch_builder(&f);
+            b.arg(&src)
+                .arg(&dst)
+                .arg(&g.rays)
+                .arg(&g.info)
+                .arg(&self.params)
+                .arg(&split_arg)
+                .arg(&entries);
+            // SAFETY: the signature is (const float* cw, float* vol, const Ray2*, const View2*,
+            // RayParams, int split, int batch); from entry `first` on, `cw` holds `entries`
+            // rows of one value per ray and `vol` `entries` volumes of this geometry (checked by
+            // the callers), entries ≤ GATHER2_BATCH; the tables were built for it by
+            // `setup_tables2`; 32-bit pixel indices (fits_i32) and planes below 32768; blocks
+            // of 256 threads (the launch bounds), one per 16 × 16 pixels and view share.
+            unsafe { b.launch(cfg) }.map_err(driver_err(name))?;
+        }
         Ok(())
     }
 }

@@ -683,3 +683,86 @@ extern "C" __global__ void joseph_backward3_seg_warp_count_f32(const float* __re
                                                                unsigned long long* __restrict__ stats) {
     backward3_seg_warp<true>(sino, vol, views, p, count, seglen, stats);
 }
+
+// Superseded 2D parallel-beam transpose (production until the lanes and gather kernels of
+// kernels/ray_joseph.cu replaced it; kept for tools/kernel-harness/par2d_adjoint.cu's comparison).
+// vol = the transpose of the 2D parallel beam over tiles of TILE2 x TILE2 pixels owned by the
+// blocks (blockIdx.x: the tile, blockIdx.y: a share of the views when split > 1, blockIdx.z: the
+// batch entry). Each warp takes views warp, warp + 8, …; its lanes take the rays whose taps can
+// reach the tile (a range of u from the affine model of fb0, with margins) and march
+// each one through the tile's planes, adding the products (w*y)*weight of the scattering
+// transpose into the tile in shared memory; the tile is then stored (split == 1: every pixel
+// written once, no zeroing) or added into the zeroed volume (split > 1). Same taps, weights and
+// products as the scattering transpose (joseph_backward_atomic_f32); only the order of the
+// additions differs.
+#define TILE2 16
+extern "C" __global__ void __launch_bounds__(256)
+joseph_backward2_tile_f32(const float* __restrict__ cw, float* __restrict__ vol, const Ray2* __restrict__ rays,
+                          const View2* __restrict__ info, RayParams p, int split) {
+    __shared__ float tile[TILE2][TILE2 + 1];
+    const int n0 = (int)p.shape[0], n1 = (int)p.shape[1];
+    const int nu = p.nu;
+    const int tiles1 = (n1 + TILE2 - 1) / TILE2;
+    const int r0 = (int)(blockIdx.x / (unsigned)tiles1) * TILE2, c0 = (int)(blockIdx.x % (unsigned)tiles1) * TILE2;
+    const int r1 = min(r0 + TILE2, n0), c1 = min(c0 + TILE2, n1);
+    const u64 batch = blockIdx.z;
+    cw += batch * (u64)p.nviews * (u64)nu;
+    vol += batch * (u64)n0 * (u64)n1;
+    float* flat = &tile[0][0];
+    for (int k = threadIdx.x; k < TILE2 * (TILE2 + 1); k += blockDim.x) flat[k] = 0.0f;
+    __syncthreads();
+    const int lane = (int)(threadIdx.x % 32), warp = (int)(threadIdx.x / 32), warps = (int)(blockDim.x / 32);
+    const int vb = (int)(((long long)p.nviews * blockIdx.y) / split);
+    const int ve = (int)(((long long)p.nviews * (blockIdx.y + 1)) / split);
+    for (int view = vb + warp; view < ve; view += warps) {
+        const View2 v = info[view];
+        if (v.a < 0) continue;
+        // Planes [ma, mb) and cells [ja, jb) of the tile along this view's axes; a tap at plane
+        // m and cell j goes to flat[(m - ma) * sm + (j - ja) * sj].
+        const int ma = v.a == 0 ? r0 : c0, mb = v.a == 0 ? r1 : c1;
+        const int ja = v.a == 0 ? c0 : r0, jb = v.a == 0 ? c1 : r1;
+        const int sm = v.a == 0 ? TILE2 + 1 : 1, sj = v.a == 0 ? 1 : TILE2 + 1;
+        int u0 = 0, u1 = nu - 1;
+        if (v.inv_dfb0 != 0.0f) {
+            // A ray adds into cells [ja, jb) at plane m when f = fb0 + m*sb is in [ja - 1, jb).
+            float lo = 3.0e38f, hi = -3.0e38f;
+            for (int e = 0; e < 2; ++e) {
+                const float base = v.fb0_first + (float)(e == 0 ? ma : mb - 1) * v.sb;
+                const float a = ((float)ja - 1.0f - base) * v.inv_dfb0;
+                const float b = ((float)jb - base) * v.inv_dfb0;
+                lo = fminf(lo, fminf(a, b));
+                hi = fmaxf(hi, fmaxf(a, b));
+            }
+            lo = fmaxf(lo - 0.05f, -1.0f);
+            hi = fminf(hi + 0.05f, (float)nu);
+            if (!(lo <= hi)) continue;
+            u0 = max(0, (int)floorf(lo));
+            u1 = min(nu - 1, (int)floorf(hi));
+        }
+        const Ray2* row = rays + (u64)view * (u64)nu;
+        const float* crow = cw + (u64)view * (u64)nu;
+        for (int u = u0 + lane; u <= u1; u += 32) {
+            const Ray2 e = row[u];
+            const int m_lo = max(ma, e.planes & 0xffff), m_hi = min(mb, e.planes >> 16);
+            if (m_lo >= m_hi) continue;
+            const float c = __ldg(crow + u);
+            for (int m = m_lo; m < m_hi; ++m) {
+                const float f = __fadd_rn(e.fb0, __fmul_rn((float)m, v.sb));
+                const int ib = __float2int_rz(__fadd_rn(f, 4.0f)) - 4;
+                const float t = __fsub_rn(f, (float)ib);
+                const int at = (m - ma) * sm, k = ib - ja;
+                if (k >= 0 && k < jb - ja) atomicAdd(flat + at + k * sj, __fmul_rn(c, __fsub_rn(1.0f, t)));
+                if (k + 1 >= 0 && k + 1 < jb - ja) atomicAdd(flat + at + (k + 1) * sj, __fmul_rn(c, t));
+            }
+        }
+    }
+    __syncthreads();
+    for (int k = threadIdx.x; k < TILE2 * TILE2; k += blockDim.x) {
+        const int i0 = r0 + k / TILE2, i1 = c0 + k % TILE2;
+        if (i0 >= r1 || i1 >= c1) continue;
+        const float s = tile[k / TILE2][k % TILE2];
+        float* at = vol + (u64)i0 * (u64)n1 + (u64)i1;
+        if (split == 1) *at = s;
+        else atomicAdd(at, s);
+    }
+}

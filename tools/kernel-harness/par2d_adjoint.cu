@@ -1,0 +1,154 @@
+// The 2D parallel-beam transposes on parallel2d_512, the learned primal-dual operator and two odd
+// shapes: the production kernels of kernels/ray_joseph.cu (joseph_backward2_lanes_f32 for one
+// entry, joseph_backward2_gather_f32 for batches) against the shared-atomic tile kernel they
+// replaced (experimental.cu), at batch 1 and 8 and several view splits, each checked against the
+// atomic scattering transpose (same products, other order of the additions) and timed with CUDA
+// events (median of the repetitions; the weighting kernel and any zeroing included).
+// nvcc -O3 -std=c++17 -fmad=false -arch=sm_90 par2d_adjoint.cu -o par2d_adjoint
+#include "../../kernels/ray_joseph.cu"
+#include "experimental.cu"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <vector>
+
+#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { printf("CUDA error %s at %s:%d\n", cudaGetErrorString(e), __FILE__, __LINE__); exit(1); } } while (0)
+
+static double time_ms(const std::function<void()>& f, int reps) {
+    cudaEvent_t a, b; CK(cudaEventCreate(&a)); CK(cudaEventCreate(&b));
+    for (int r = 0; r < 3; ++r) f();
+    std::vector<float> ts;
+    for (int r = 0; r < reps; ++r) {
+        CK(cudaEventRecord(a)); f(); CK(cudaEventRecord(b)); CK(cudaEventSynchronize(b));
+        float ms; CK(cudaEventElapsedTime(&ms, a, b)); ts.push_back(ms);
+    }
+    std::sort(ts.begin(), ts.end());
+    return ts[ts.size() / 2];
+}
+
+static std::vector<float> randv(size_t n, unsigned seed) {
+    std::vector<float> v(n);
+    unsigned long long s = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    for (size_t i = 0; i < n; ++i) {
+        s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+        v[i] = (float)((double)(s >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+    }
+    return v;
+}
+
+static double rel(const std::vector<float>& a, const std::vector<float>& b) {
+    double n = 0, d = 0, mx = 0;
+    for (size_t i = 0; i < a.size(); ++i) { double e = (double)a[i] - b[i]; n += e * e; d += (double)b[i] * b[i]; }
+    return sqrt(n / d);
+}
+static double maxrel(const std::vector<float>& a, const std::vector<float>& b) {
+    double mx = 0, nb = 0;
+    for (size_t i = 0; i < a.size(); ++i) { mx = std::max(mx, fabs((double)a[i] - b[i])); nb = std::max(nb, fabs((double)b[i])); }
+    return mx / nb;
+}
+
+struct Par2d { RayParams p; std::vector<double> views; };
+
+static Par2d par2d(int n0, int n1, int nviews, int nu, double span, double th0, double th1) {
+    Par2d c; memset(&c.p, 0, sizeof(c.p));
+    const int sh[2] = {n0, n1};
+    for (int k = 0; k < 2; ++k) { c.p.shape[k] = sh[k]; c.p.vmin[k] = -1.0; c.p.h[k] = 2.0 / sh[k]; }
+    c.p.shape[2] = 1; c.p.h[2] = 1;
+    c.p.ndim = 2; c.p.nu = nu; c.p.nv = 1; c.p.nviews = nviews; c.p.parallel = 1;
+    const double du = span / nu;
+    for (int k = 0; k < nviews; ++k) {
+        const double th = th0 + (th1 - th0) * (k + 0.5) / nviews, cs = cos(th), sn = sin(th);
+        double v[12] = {-sn, cs, 0, 0.013, -0.007, 0, du * cs, du * sn, 0, 0, 0, 0};
+        c.views.insert(c.views.end(), v, v + 12);
+    }
+    return c;
+}
+
+int main(int argc, char** argv) {
+    const int reps = argc > 1 ? atoi(argv[1]) : 200;
+    int sms; CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    struct Spec { const char* name; int n0, n1, nviews, nu; double span, th0, th1; };
+    std::vector<Spec> specs = {
+        {"parallel2d_512", 512, 512, 512, 727, 2 * sqrt(2.0), 0, M_PI},
+        {"lpd_256 (360 x 384)", 256, 256, 360, 384, 2 * sqrt(2.0), 0, M_PI},
+        {"odd 97x131, 45 views, fine det 900", 97, 131, 45, 900, 3.0, 0.1, 2.9},
+        {"coarse det 64, 200x180", 200, 180, 30, 64, 3.5, -1.0, 2.0},
+    };
+    for (const Spec& s : specs) {
+        Par2d c = par2d(s.n0, s.n1, s.nviews, s.nu, s.span, s.th0, s.th1);
+        RayParams p = c.p;
+        const int nviews = p.nviews, nu = p.nu;
+        const size_t rays = (size_t)nviews * nu, npix = (size_t)s.n0 * s.n1;
+        const int B = 8;
+        double* dviews; CK(cudaMalloc(&dviews, c.views.size() * 8));
+        CK(cudaMemcpy(dviews, c.views.data(), c.views.size() * 8, cudaMemcpyHostToDevice));
+        Ray2* dr; float* dw; View2* di;
+        CK(cudaMalloc(&dr, rays * 8)); CK(cudaMalloc(&dw, rays * 4)); CK(cudaMalloc(&di, nviews * 16));
+        joseph_setup2_f32<<<(unsigned)((rays + 255) / 256), 256>>>(dviews, p, dr, dw, di);
+        CK(cudaGetLastError());
+        std::vector<float> hy = randv(rays * B, 7);
+        float *dy, *dc, *dvol, *dref;
+        CK(cudaMalloc(&dy, rays * B * 4)); CK(cudaMalloc(&dc, rays * B * 4));
+        CK(cudaMalloc(&dvol, npix * B * 4)); CK(cudaMalloc(&dref, npix * B * 4));
+        CK(cudaMemcpy(dy, hy.data(), rays * B * 4, cudaMemcpyHostToDevice));
+        // reference: the atomic scattering transpose, entry by entry
+        CK(cudaMemset(dref, 0, npix * B * 4));
+        RayParams pv = p;
+        for (int b = 0; b < B; ++b)
+            joseph_backward_atomic_f32<<<(unsigned)((rays + 255) / 256), 256>>>(dy + b * rays, dref + b * npix, dviews, pv, nviews);
+        CK(cudaDeviceSynchronize());
+        std::vector<float> ref(npix * B);
+        CK(cudaMemcpy(ref.data(), dref, npix * B * 4, cudaMemcpyDeviceToHost));
+        auto weigh = [&](int batch) {
+            const unsigned n = (unsigned)(rays * batch);
+            joseph_weigh2_f32<<<std::min<unsigned>((n + 255) / 256, sms * 32), 256>>>(dy, dw, dc, n, (unsigned)rays);
+        };
+        auto tile = [&](int batch) {
+            const unsigned tiles = (unsigned)(((s.n0 + 15) / 16) * ((s.n1 + 15) / 16));
+            const unsigned long long want = 2ull * 8 * sms, blocks = (unsigned long long)tiles * batch;
+            const int max_split = (int)std::min<long long>(16, std::max<long long>(1, nviews / 8));
+            int split = (int)std::min<unsigned long long>(max_split, std::max<unsigned long long>(1, (want + blocks - 1) / blocks));
+            weigh(batch);
+            if (split > 1) CK(cudaMemsetAsync(dvol, 0, npix * batch * 4));
+            joseph_backward2_tile_f32<<<dim3(tiles, split, batch), 256>>>(dc, dvol, dr, di, p, split);
+        };
+        auto gather = [&](int batch, int split) {
+            weigh(batch);
+            if (split > 1) CK(cudaMemsetAsync(dvol, 0, npix * batch * 4));
+            dim3 grid((s.n1 + 15) / 16, (s.n0 + 15) / 16, split);
+            joseph_backward2_gather_f32<<<grid, 256>>>(dc, dvol, dr, di, p, split, batch);
+        };
+        auto lanes = [&](int batch, int split) {
+            weigh(batch);
+            if (split > 1) CK(cudaMemsetAsync(dvol, 0, npix * batch * 4));
+            const unsigned tiles = (unsigned)(((s.n0 + 31) / 32) * ((s.n1 + 31) / 32));
+            joseph_backward2_lanes_f32<<<dim3(tiles, split, batch), 256>>>(dc, dvol, dr, di, p, split);
+        };
+        printf("== %s: %d x %d, %d views x %d cells\n", s.name, s.n0, s.n1, nviews, nu);
+        auto check = [&](const char* name, int batch, const std::function<void()>& f) {
+            f(); CK(cudaGetLastError()); CK(cudaDeviceSynchronize());
+            std::vector<float> got(npix * batch);
+            CK(cudaMemcpy(got.data(), dvol, npix * batch * 4, cudaMemcpyDeviceToHost));
+            std::vector<float> r(ref.begin(), ref.begin() + npix * batch);
+            const double t = time_ms(f, reps);
+            printf("  %-28s batch %d: %8.4f ms  rel L2 %.2e  max %.2e\n", name, batch, t, rel(got, r), maxrel(got, r));
+        };
+        for (int batch : {1, 8}) {
+            check("tile (superseded)", batch, [&] { tile(batch); });
+            for (int split : {1, 2, 4, 8, 16}) {
+                char nm[64];
+                snprintf(nm, sizeof nm, "lanes split %d", split);
+                check(nm, batch, [&] { lanes(batch, split); });
+                snprintf(nm, sizeof nm, "gather split %d", split);
+                check(nm, batch, [&] { gather(batch, split); });
+            }
+        }
+        CK(cudaFree(dviews)); CK(cudaFree(dr)); CK(cudaFree(dw)); CK(cudaFree(di));
+        CK(cudaFree(dy)); CK(cudaFree(dc)); CK(cudaFree(dvol)); CK(cudaFree(dref));
+    }
+    return 0;
+}
