@@ -25,7 +25,16 @@ struct RayParams {
     int nviews;
     int parallel;   // 1: src is a ray direction; 0: src is a source point
     int first_view; // views handled by this launch start here
+    int lo0;        // the slab's first cell along axis 0 in the whole grid (0 for a whole volume)
 };
+
+// Pieces (src/tomo/cuda_pieces.rs): a slab of the volume's cells [lo0, lo0 + shape[0]) along
+// axis 0 works in the whole grid's frame: vmin is the whole grid's corner, so every ray, plane
+// and tap coordinate, and every voxel index, is the one of the unsplit transform (the same
+// floats, bit for bit); only the bounds along axis 0 are the slab's, and the host passes the
+// volume's address shifted back by lo0 slices, so that whole-grid indices address the slab's
+// buffer. lo(p, k) is the first in-grid cell along axis k.
+__device__ __forceinline__ int lo_of(const RayParams& p, int k) { return k == 0 ? p.lo0 : 0; }
 
 struct Ray {
     int a;           // dominant axis
@@ -34,16 +43,18 @@ struct Ray {
     int m0, m1;      // plane range [m0, m1)
 };
 
-__device__ __forceinline__ void plane_range(double f0, double s, i64 n, i64 n_a, double* lo, double* hi) {
-    const double nf = (double)n;
+// Narrows the planes [*lo, *hi) to those where f = f0 + m*s can have a tap in the cells
+// [first, first + n) (f in (first - 1, first + n), with a plane of margin each side).
+__device__ __forceinline__ void plane_range(double f0, double s, i64 first, i64 n, double* lo, double* hi) {
+    const double fa = (double)first, nf = (double)(first + n);
     if (s == 0.0) {
-        if (!(f0 > -1.0 && f0 < nf)) *lo = 1e300;
+        if (!(f0 > fa - 1.0 && f0 < nf)) *lo = 1e300;
         return;
     }
-    double t0 = (-1.0 - f0) / s, t1 = (nf - f0) / s;
+    double t0 = (fa - 1.0 - f0) / s, t1 = (nf - f0) / s;
     if (t0 > t1) { double t = t0; t0 = t1; t1 = t; }
     *lo = fmax(*lo, floor(t0));
-    *hi = fmin(fmin(*hi, ceil(t1) + 1.0), (double)n_a);
+    *hi = fmin(*hi, ceil(t1) + 1.0);
 }
 
 // views: 12 doubles per view: src, det_center, det_u, det_v.
@@ -79,10 +90,10 @@ __device__ bool setup_ray(const RayParams& p, const double* __restrict__ views, 
         fc0 = (q[c] + t0 * d[c] - p.vmin[c]) / p.h[c] - 0.5;
         sc = tm * d[c] / p.h[c];
     }
-    const i64 n_a = p.shape[a];
-    double lo = 0.0, hi = (double)n_a;
-    plane_range(fb0, sb, p.shape[b], n_a, &lo, &hi);
-    if (c < p.ndim) plane_range(fc0, sc, p.shape[c], n_a, &lo, &hi);
+    const i64 first_a = lo_of(p, a);
+    double lo = (double)first_a, hi = (double)(first_a + p.shape[a]);
+    plane_range(fb0, sb, lo_of(p, b), p.shape[b], &lo, &hi);
+    if (c < p.ndim) plane_range(fc0, sc, lo_of(p, c), p.shape[c], &lo, &hi);
     // Every field is set even for a ray that misses the volume: the gather back-projection reads
     // the per-detector-column fields (a, fb0, sb) of any ray of the column.
     r.a = a; r.b = b; r.c = c;
@@ -112,27 +123,27 @@ __device__ __forceinline__ void taps(const RayParams& p, const Ray& r, int m, Op
     i64 ib; float tb;
     split(__fadd_rn(r.fb0, __fmul_rn(mf, r.sb)), &ib, &tb);
     const float wb[2] = {__fsub_rn(1.0f, tb), tb};
-    const i64 nb = p.shape[r.b];
+    const i64 lb = lo_of(p, r.b), nb = lb + p.shape[r.b];
     const i64 sa = stride_of(p, r.a), sb = stride_of(p, r.b);
     const i64 base = (i64)m * sa;
     if (p.ndim == 2) {
-        if (ib >= 0 && ib < nb) op(base + ib * sb, wb[0]);
-        if (ib + 1 >= 0 && ib + 1 < nb) op(base + (ib + 1) * sb, wb[1]);
+        if (ib >= lb && ib < nb) op(base + ib * sb, wb[0]);
+        if (ib + 1 >= lb && ib + 1 < nb) op(base + (ib + 1) * sb, wb[1]);
         return;
     }
     i64 ic; float tc;
     split(__fadd_rn(r.fc0, __fmul_rn(mf, r.sc)), &ic, &tc);
     const float wc[2] = {__fsub_rn(1.0f, tc), tc};
-    const i64 nc = p.shape[r.c];
+    const i64 lc = lo_of(p, r.c), nc = lc + p.shape[r.c];
     const i64 sc = stride_of(p, r.c);
 #pragma unroll
     for (int x = 0; x < 2; ++x) {
         const i64 jb = ib + x;
-        if (jb < 0 || jb >= nb) continue;
+        if (jb < lb || jb >= nb) continue;
 #pragma unroll
         for (int y = 0; y < 2; ++y) {
             const i64 jc = ic + y;
-            if (jc < 0 || jc >= nc) continue;
+            if (jc < lc || jc >= nc) continue;
             op(base + jb * sb + jc * sc, __fmul_rn(wb[x], wc[y]));
         }
     }
@@ -183,16 +194,17 @@ extern "C" __global__ void joseph_backward_atomic_f32(const float* __restrict__ 
 
 // The 2D march of one ray over planes [mlo, mhi) with 32-bit indices: the per-plane taps and
 // weights of every kernel (f = fb0 + m*sb, rounded; taps floor(f), floor(f)+1 with weights 1-t, t),
-// added to acc in plane order.
-__device__ __forceinline__ float march2(const float* __restrict__ vol, const Ray& r, int nb, int sa, int sb,
+// added to acc in plane order; taps outside the cells [lb, lb + nb) of axis b are dropped.
+__device__ __forceinline__ float march2(const float* __restrict__ vol, const Ray& r, int lb, int nb, int sa, int sb,
                                         int mlo, int mhi, float acc) {
+    const int hb = lb + nb;
     for (int m = mlo; m < mhi; ++m) {
         const float f = __fadd_rn(r.fb0, __fmul_rn((float)m, r.sb));
         const int ib = __float2int_rz(__fadd_rn(f, 4.0f)) - 4;
         const float tb = __fsub_rn(f, (float)ib);
         const int base = m * sa + ib * sb;
-        if (ib >= 0 && ib < nb) acc = __fadd_rn(acc, __fmul_rn(__fsub_rn(1.0f, tb), __ldg(vol + base)));
-        if (ib + 1 >= 0 && ib + 1 < nb) acc = __fadd_rn(acc, __fmul_rn(tb, __ldg(vol + base + sb)));
+        if (ib >= lb && ib < hb) acc = __fadd_rn(acc, __fmul_rn(__fsub_rn(1.0f, tb), __ldg(vol + base)));
+        if (ib + 1 >= lb && ib + 1 < hb) acc = __fadd_rn(acc, __fmul_rn(tb, __ldg(vol + base + sb)));
     }
     return acc;
 }
@@ -206,7 +218,8 @@ struct Taps3 {
     bool b0, b1, c0, c1;
 };
 
-__device__ __forceinline__ Taps3 taps3(const Ray& r, int m, int nb, int nc, int sa, int sb, int sc) {
+// In the grid: cells [lb, lb + nb) along b and [lc, lc + nc) along c.
+__device__ __forceinline__ Taps3 taps3(const Ray& r, int m, int lb, int nb, int lc, int nc, int sa, int sb, int sc) {
     Taps3 t;
     const float mf = (float)m;
     const float f = __fadd_rn(r.fb0, __fmul_rn(mf, r.sb));
@@ -219,22 +232,23 @@ __device__ __forceinline__ Taps3 taps3(const Ray& r, int m, int nb, int nc, int 
     const float tc = __fsub_rn(fc, (float)t.ic);
     t.wc0 = __fsub_rn(1.0f, tc);
     t.wc1 = tc;
-    t.b0 = t.ib >= 0 && t.ib < nb;
-    t.b1 = t.ib + 1 >= 0 && t.ib + 1 < nb;
-    t.c0 = t.ic >= 0 && t.ic < nc;
-    t.c1 = t.ic + 1 >= 0 && t.ic + 1 < nc;
+    t.b0 = t.ib >= lb && t.ib < lb + nb;
+    t.b1 = t.ib + 1 >= lb && t.ib + 1 < lb + nb;
+    t.c0 = t.ic >= lc && t.ic < lc + nc;
+    t.c1 = t.ic + 1 >= lc && t.ic + 1 < lc + nc;
     t.i00 = m * sa + t.ib * sb + t.ic * sc;
     return t;
 }
 
-// The 3D march of one ray over planes [mlo, mhi) with 32-bit indices (sh, st: the grid's shape
-// and strides): the per-plane taps and weights of every kernel, bilinear in (b, c), added to acc
-// in plane order.
-__device__ __forceinline__ float march3(const float* __restrict__ vol, const Ray& r, const int* sh, const int* st,
-                                        int mlo, int mhi, float acc) {
+// The 3D march of one ray over planes [mlo, mhi) with 32-bit indices (first, sh, st: the grid's
+// first cells, shape and strides): the per-plane taps and weights of every kernel, bilinear in
+// (b, c), added to acc in plane order.
+__device__ __forceinline__ float march3(const float* __restrict__ vol, const Ray& r, const int* first, const int* sh,
+                                        const int* st, int mlo, int mhi, float acc) {
     const int nb = sh[r.b], sa = st[r.a], sb = st[r.b], nc = sh[r.c], sc = st[r.c];
+    const int lb = first[r.b], lc = first[r.c];
     for (int m = mlo; m < mhi; ++m) {
-        const Taps3 t = taps3(r, m, nb, nc, sa, sb, sc);
+        const Taps3 t = taps3(r, m, lb, nb, lc, nc, sa, sb, sc);
         if (t.b0 && t.c0) acc = __fadd_rn(acc, __fmul_rn(__fmul_rn(t.wb0, t.wc0), __ldg(vol + t.i00)));
         if (t.b0 && t.c1) acc = __fadd_rn(acc, __fmul_rn(__fmul_rn(t.wb0, t.wc1), __ldg(vol + t.i00 + sc)));
         if (t.b1 && t.c0) acc = __fadd_rn(acc, __fmul_rn(__fmul_rn(t.wb1, t.wc0), __ldg(vol + t.i00 + sb)));
@@ -285,6 +299,7 @@ __device__ __forceinline__ void forward_i32(const float* __restrict__ vol, float
     const u64 total = CHUNK ? (u64)((p.nv + 31) / 32) * (u64)count * (u64)p.nu * 32u : (u64)per_view * (u64)count;
     const int sh[3] = {(int)p.shape[0], (int)p.shape[1], (int)p.shape[2]};
     const int st[3] = {sh[1] * sh[2], sh[2], 1};
+    const int first[3] = {p.lo0, 0, 0};
     for (u64 g = blockIdx.x * (u64)blockDim.x + threadIdx.x; g < total; g += (u64)gridDim.x * blockDim.x) {
         unsigned vloc, rem;
         int iu, iv;
@@ -305,8 +320,8 @@ __device__ __forceinline__ void forward_i32(const float* __restrict__ vol, float
         Ray r;
         float acc = 0.0f;
         if (setup_ray(p, views, view, iu, iv, r)) {
-            if (NDIM == 2) acc = march2(vol, r, sh[r.b], st[r.a], st[r.b], r.m0, r.m1, acc);
-            else acc = march3(vol, r, sh, st, r.m0, r.m1, acc);
+            if (NDIM == 2) acc = march2(vol, r, first[r.b], sh[r.b], st[r.a], st[r.b], r.m0, r.m1, acc);
+            else acc = march3(vol, r, first, sh, st, r.m0, r.m1, acc);
             acc = __fmul_rn(acc, r.w);
         }
         sino[(u64)view * per_view + rem] = acc;
@@ -339,6 +354,7 @@ __device__ __forceinline__ void forward3_chunkseg(const float* __restrict__ vol,
                                                   int seglen) {
     const int sh[3] = {(int)p.shape[0], (int)p.shape[1], (int)p.shape[2]};
     const int st[3] = {sh[1] * sh[2], sh[2], 1};
+    const int first[3] = {p.lo0, 0, 0};
     const int nmax = max(sh[0], max(sh[1], sh[2]));
     const int nseg = (nmax + seglen - 1) / seglen;
     const u64 total = (u64)((p.nv + 31) / 32) * (u64)nseg * (u64)count * (u64)p.nu * 32u;
@@ -347,9 +363,11 @@ __device__ __forceinline__ void forward3_chunkseg(const float* __restrict__ vol,
         if (!chunk_ray(p, count, nseg, g, q)) continue;
         Ray r;
         if (!setup_ray(p, views, q.view, q.iu, q.iv, r)) continue;
-        const int mlo = max(r.m0, q.seg * seglen), mhi = min(r.m1, (q.seg + 1) * seglen);
+        // Segments from the grid's first plane along the ray's axis.
+        const int s0 = first[r.a] + q.seg * seglen;
+        const int mlo = max(r.m0, s0), mhi = min(r.m1, s0 + seglen);
         if (mlo >= mhi) continue;
-        const float acc = march3(vol, r, sh, st, mlo, mhi, 0.0f);
+        const float acc = march3(vol, r, first, sh, st, mlo, mhi, 0.0f);
         atomicAdd(sino + ((u64)q.view * (u64)p.nu + (u64)q.iu) * (u64)p.nv + (u64)q.iv, __fmul_rn(acc, r.w));
     }
 }
@@ -388,7 +406,7 @@ __device__ __forceinline__ void forward2_seg(const float* __restrict__ vol, floa
             const int nb = sh[r.b], sa = st[r.a], sb = st[r.b];
             const int len = r.m1 - r.m0;
             const int mlo = r.m0 + (len * seg) / SEG, mhi = r.m0 + (len * (seg + 1)) / SEG;
-            acc = march2(vol, r, nb, sa, sb, mlo, mhi, acc);
+            acc = march2(vol, r, lo_of(p, r.b), nb, sa, sb, mlo, mhi, acc);
         }
 #pragma unroll
         for (int o = SEG / 2; o > 0; o >>= 1) acc = __fadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, o, SEG));
@@ -416,6 +434,7 @@ __device__ __forceinline__ void march_segments3(const float* __restrict__ in, fl
     const u64 rays = (u64)per_view * (u64)count;
     const int sh[3] = {(int)p.shape[0], (int)p.shape[1], (int)p.shape[2]};
     const int st[3] = {sh[1] * sh[2], sh[2], 1};
+    const int first[3] = {p.lo0, 0, 0};
     const int nmax = max(sh[0], max(sh[1], sh[2]));
     const int nseg = (nmax + seglen - 1) / seglen;
     const u64 total = rays * (u64)nseg;
@@ -434,16 +453,17 @@ __device__ __forceinline__ void march_segments3(const float* __restrict__ in, fl
         const int iu = (int)(rem / (unsigned)p.nv), iv = (int)(rem % (unsigned)p.nv);
         Ray r;
         if (!setup_ray(p, views, view, iu, iv, r)) continue;
-        const int mlo = max(r.m0, seg * seglen), mhi = min(r.m1, (seg + 1) * seglen);
+        const int s0 = first[r.a] + seg * seglen;
+        const int mlo = max(r.m0, s0), mhi = min(r.m1, s0 + seglen);
         if (mlo >= mhi) continue;
         if (!FORWARD) c = __fmul_rn(r.w, c);
         if (FORWARD) {
-            atomicAdd(out + sidx, __fmul_rn(march3(in, r, sh, st, mlo, mhi, 0.0f), r.w));
+            atomicAdd(out + sidx, __fmul_rn(march3(in, r, first, sh, st, mlo, mhi, 0.0f), r.w));
             continue;
         }
         const int nb = sh[r.b], sa = st[r.a], sb = st[r.b], nc = sh[r.c], sc = st[r.c];
         for (int m = mlo; m < mhi; ++m) {
-            const Taps3 t = taps3(r, m, nb, nc, sa, sb, sc);
+            const Taps3 t = taps3(r, m, first[r.b], nb, first[r.c], nc, sa, sb, sc);
             if (t.b0 && t.c0) atomicAdd(out + t.i00, __fmul_rn(c, __fmul_rn(t.wb0, t.wc0)));
             if (t.b0 && t.c1) atomicAdd(out + t.i00 + sc, __fmul_rn(c, __fmul_rn(t.wb0, t.wc1)));
             if (t.b1 && t.c0) atomicAdd(out + t.i00 + sb, __fmul_rn(c, __fmul_rn(t.wb1, t.wc0)));
@@ -529,21 +549,25 @@ __device__ __forceinline__ void forward2_smem(const float* __restrict__ vol, flo
     const int nok = __syncthreads_count(ok);
     const int A = 2 * n1 > nok ? 1 : 0;
     const int nbA = sh[1 - A], saA = st[A], sbA = st[1 - A];
+    // The grid's first cells along A and b (a slab of a split transform starts at lo0).
+    const int lA = lo_of(p, A), lbA = lo_of(p, 1 - A);
     const bool fast = ok && r.a == A;
+    // A ray's segments start at the grid's first plane along its own axis.
+    const int s_ray = ok ? lo_of(p, r.a) : 0;
     float acc = 0.0f;
     bool touched = false;
     for (int seg = seg_begin; nok > 0 && seg < seg_end; ++seg) {
-        const int M0 = seg * seglen;
+        const int M0 = lA + seg * seglen;
         int mlo = 0, mhi = 0;
         if (ok) {
-            mlo = max(r.m0, M0);
-            mhi = min(r.m1, M0 + seglen);
+            mlo = max(r.m0, s_ray + seg * seglen);
+            mhi = min(r.m1, s_ray + seg * seglen + seglen);
         }
         const bool act = ok && mlo < mhi;
         // Block-uniform; this barrier also ends the previous segment's reads of tile and offs.
         if (__syncthreads_count(act) == 0) continue;
         touched = touched || act;
-        const int nS = min(seglen, sh[A] - M0);  // >= 1 whenever a ray of axis A is active here
+        const int nS = min(seglen, lA + sh[A] - M0);  // >= 1 whenever a ray of axis A is active here
         const bool fa = fast && act;
         float fs = 3.0e38f, fe = 3.0e38f;
         if (fa) {
@@ -569,7 +593,7 @@ __device__ __forceinline__ void forward2_smem(const float* __restrict__ vol, flo
             if (!(ls < 1.0e30f && le < 1.0e30f)) { ls = 0.0f; le = 0.0f; }  // no ray of axis A here
             const float frac = nS > 1 ? (float)k / (float)(nS - 1) : 0.0f;
             const float lo = ls + (le - ls) * frac;
-            offs[k] = max(-2, (int)floorf(lo) - 1);
+            offs[k] = max(lbA - 2, (int)floorf(lo) - 1);
         }
         __syncthreads();
         if (sbA == 1) {
@@ -577,7 +601,7 @@ __device__ __forceinline__ void forward2_smem(const float* __restrict__ vol, flo
             for (int e = tid; e < nS * wcap; e += (int)blockDim.x) {
                 const int ml = e / wcap, w = e - ml * wcap;
                 const int j = offs[ml] + w;
-                tile[ml * pitch + w] = (j >= 0 && j < nbA) ? __ldg(vol + (M0 + ml) * saA + j) : 0.0f;
+                tile[ml * pitch + w] = (j >= lbA && j < lbA + nbA) ? __ldg(vol + (M0 + ml) * saA + j) : 0.0f;
             }
         } else {
             // b strided: a warp loads 8 consecutive planes (contiguous in memory) x 4 cells.
@@ -589,7 +613,7 @@ __device__ __forceinline__ void forward2_smem(const float* __restrict__ vol, flo
                 const int w = (q / mg) * 4 + (ln >> 3);
                 if (ml >= nS) continue;
                 const int j = offs[ml] + w;
-                tile[ml * pitch + w] = (j >= 0 && j < nbA) ? __ldg(vol + (M0 + ml) * saA + j * sbA) : 0.0f;
+                tile[ml * pitch + w] = (j >= lbA && j < lbA + nbA) ? __ldg(vol + (M0 + ml) * saA + j * sbA) : 0.0f;
             }
         }
         __syncthreads();
@@ -615,14 +639,14 @@ __device__ __forceinline__ void forward2_smem(const float* __restrict__ vol, flo
                     acc = __fadd_rn(acc, __fmul_rn(tb, cell[1]));
                 } else {
                     const int base = m * saA + ib * sbA;
-                    if (ib >= 0 && ib < nbA) acc = __fadd_rn(acc, __fmul_rn(__fsub_rn(1.0f, tb), __ldg(vol + base)));
-                    if (ib + 1 >= 0 && ib + 1 < nbA) acc = __fadd_rn(acc, __fmul_rn(tb, __ldg(vol + base + sbA)));
+                    if (ib >= lbA && ib < lbA + nbA) acc = __fadd_rn(acc, __fmul_rn(__fsub_rn(1.0f, tb), __ldg(vol + base)));
+                    if (ib + 1 >= lbA && ib + 1 < lbA + nbA) acc = __fadd_rn(acc, __fmul_rn(tb, __ldg(vol + base + sbA)));
                 }
             }
         } else if (act) {
             // A ray along the other axis (views near 45 degrees, fan beams): the production march.
             const int nb = sh[r.b], sa = st[r.a], sb = st[r.b];
-            acc = march2(vol, r, nb, sa, sb, mlo, mhi, acc);
+            acc = march2(vol, r, lo_of(p, r.b), nb, sa, sb, mlo, mhi, acc);
         }
     }
     if (!valid) return;
@@ -650,8 +674,9 @@ joseph_forward2_smem_batch_f32(const float* __restrict__ vol, float* __restrict_
 // is marching at plane m; c = w * y; prev_a: lane l-1's axis). See backward3_seg_warp below.
 template <bool COUNT>
 __device__ __forceinline__ void warp_merge_scatter(float* __restrict__ vol, const Ray& r, int m, bool on, float c,
-                                                   int lane, int prev_a, const int* sh, const int* st,
-                                                   unsigned long long* n_done, unsigned long long* n_saved) {
+                                                   int lane, int prev_a, const int* first, const int* sh,
+                                                   const int* st, unsigned long long* n_done,
+                                                   unsigned long long* n_saved) {
     const unsigned full = 0xffffffffu;
     const int a = r.a;
     const int nb = sh[r.b], sa = a >= 0 ? st[a] : 0, sb = st[r.b], nc = sh[r.c], sc = st[r.c];
@@ -659,7 +684,7 @@ __device__ __forceinline__ void warp_merge_scatter(float* __restrict__ vol, cons
     bool b0 = false, b1 = false, c0 = false, c1 = false;
     float v00 = 0.0f, v01 = 0.0f, v10 = 0.0f, v11 = 0.0f;
     if (on) {
-        const Taps3 t = taps3(r, m, nb, nc, sa, sb, sc);
+        const Taps3 t = taps3(r, m, first[r.b], nb, first[r.c], nc, sa, sb, sc);
         ib = t.ib;
         ic = t.ic;
         i00 = t.i00;
@@ -730,6 +755,7 @@ __device__ __forceinline__ void backward3_seg_warp(const float* __restrict__ sin
     const u64 rays = (u64)per_view * (u64)count;
     const int sh[3] = {(int)p.shape[0], (int)p.shape[1], (int)p.shape[2]};
     const int st[3] = {sh[1] * sh[2], sh[2], 1};
+    const int first[3] = {p.lo0, 0, 0};
     const int nmax = max(sh[0], max(sh[1], sh[2]));
     const int nseg = (nmax + seglen - 1) / seglen;
     const u64 total = rays * (u64)nseg;
@@ -750,7 +776,8 @@ __device__ __forceinline__ void backward3_seg_warp(const float* __restrict__ sin
             if (y != 0.0f) {
                 const int iu = (int)(rem / (unsigned)p.nv), iv = (int)(rem % (unsigned)p.nv);
                 if (setup_ray(p, views, view, iu, iv, r)) {
-                    const int lo = max(r.m0, seg * seglen), hi = min(r.m1, (seg + 1) * seglen);
+                    const int s0 = first[r.a] + seg * seglen;
+                    const int lo = max(r.m0, s0), hi = min(r.m1, s0 + seglen);
                     if (lo < hi) {
                         mlo = lo;
                         mhi = hi;
@@ -767,7 +794,8 @@ __device__ __forceinline__ void backward3_seg_warp(const float* __restrict__ sin
         }
         const int prev_a = __shfl_up_sync(full, r.a, 1);
         for (int m = ulo; m < uhi; ++m) {  // warp-uniform bounds
-            warp_merge_scatter<COUNT>(vol, r, m, m >= mlo && m < mhi, c, lane, prev_a, sh, st, &n_done, &n_saved);
+            warp_merge_scatter<COUNT>(vol, r, m, m >= mlo && m < mhi, c, lane, prev_a, first, sh, st, &n_done,
+                                      &n_saved);
         }
     }
     if (COUNT) {
@@ -839,6 +867,7 @@ __device__ __forceinline__ void backward3_profile(const float* __restrict__ sino
     __syncwarp();
     const int sh[3] = {(int)p.shape[0], (int)p.shape[1], (int)p.shape[2]};
     const int st[3] = {sh[1] * sh[2], sh[2], 1};
+    const int first[3] = {p.lo0, 0, 0};
     const int nmax = max(sh[0], max(sh[1], sh[2]));
     const int nseg = (nmax + seglen - 1) / seglen;
     const u64 total = (u64)((p.nv + 31) / 32) * (u64)nseg * (u64)count * (u64)p.nu * 32u;
@@ -857,7 +886,8 @@ __device__ __forceinline__ void backward3_profile(const float* __restrict__ sino
                 // Set up every ray (also where y = 0: the lean test needs each lane's track).
                 const bool hit = setup_ray(p, views, q.view, q.iu, q.iv, r);
                 if (hit && y != 0.0f) {
-                    const int lo = max(r.m0, q.seg * seglen), hi = min(r.m1, (q.seg + 1) * seglen);
+                    const int s0 = first[r.a] + q.seg * seglen;
+                    const int lo = max(r.m0, s0), hi = min(r.m1, s0 + seglen);
                     if (lo < hi) {
                         mlo = lo;
                         mhi = hi;
@@ -892,7 +922,7 @@ __device__ __forceinline__ void backward3_profile(const float* __restrict__ sino
         }
         if (__all_sync(full, lean)) {
             if (stats != nullptr && lane == 0) n_lean += (unsigned long long)(uhi - ulo);
-            const int nb = sh[r.b], sa = st[a], sb = st[r.b], nc = sh[2];
+            const int nb = sh[r.b], sa = st[a], sb = st[r.b], nc = sh[2], lb = first[r.b];
             // STEP planes per step: their profiles are written, then flushed by 16 lanes each.
             for (int m = ulo; m < uhi; m += STEP) {
                 int ib_k[STEP], base_k[STEP];
@@ -948,7 +978,7 @@ __device__ __forceinline__ void backward3_profile(const float* __restrict__ sino
 #pragma unroll
                             for (int x = 0; x < 2; ++x) {
                                 const int jb = ib + x;
-                                if (jb < 0 || jb >= nb) continue;
+                                if (jb < lb || jb >= lb + nb) continue;
                                 const float wb = x == 0 ? w0 : tb;
                                 const float4 d = make_float4(__fmul_rn(q.x, wb), __fmul_rn(q.y, wb), __fmul_rn(q.z, wb),
                                                              __fmul_rn(q.w, wb));
@@ -972,7 +1002,8 @@ __device__ __forceinline__ void backward3_profile(const float* __restrict__ sino
         if (stats != nullptr && lane == 0) n_other += (unsigned long long)(uhi - ulo);
         const int prev_a = __shfl_up_sync(full, a, 1);
         for (int m = ulo; m < uhi; ++m) {
-            warp_merge_scatter<false>(vol, r, m, m >= mlo && m < mhi, c, lane, prev_a, sh, st, nullptr, nullptr);
+            warp_merge_scatter<false>(vol, r, m, m >= mlo && m < mhi, c, lane, prev_a, first, sh, st, nullptr,
+                                      nullptr);
         }
     }
     if (stats != nullptr && lane == 0) {

@@ -70,6 +70,9 @@ struct RayParams {
     nviews: i32,
     parallel: i32,
     first_view: i32,
+    /// The slab's first cell along axis 0 in the whole grid (0 for a whole volume): a piece
+    /// works in the whole grid's frame, see [`CudaRay::piece`].
+    lo0: i32,
 }
 
 // SAFETY: plain-old-data with the C layout the kernels expect.
@@ -103,7 +106,7 @@ impl Drop for CudaRay {
 impl CudaRay {
     /// Uploads the per-view vectors to GPU `id` and compiles the kernels (once per device).
     pub(crate) fn new(id: usize, geom: &VecGeometry, grid: &Grid) -> Result<Self> {
-        let mut ray = Self::piece(id, geom, 0..geom.num_views(), grid)?;
+        let mut ray = Self::piece(id, geom, 0..geom.num_views(), grid, 0..grid.shape[0])?;
         let short = |n: i64| n < 32768; // plane indices packed in 16 bits
         if ray.params.ndim == 2
             && ray.params.parallel == 1
@@ -116,16 +119,29 @@ impl CudaRay {
         Ok(ray)
     }
 
-    /// The transform of the views `views` of `geom` on `grid` (a slab of the whole grid, with
-    /// its cell sides: [`Grid::slab`]), for one piece of a split transform: its data are the
-    /// rows of those views, its volume the slab. Without the 2D transposes' tables (a piece's
+    /// The transform of the views `views` of `geom` on the cells `slab` (along axis 0) of
+    /// `grid`, for one piece of a split transform: its data are the rows of those views, its
+    /// volume the slab's contiguous buffer. Without the 2D transposes' tables (a piece's
     /// transpose adds into its slab).
+    ///
+    /// The kernels work in the whole grid's frame: its corner and cell sides, the slab's first
+    /// cell `lo0` in [`RayParams`] and only the slab's bounds along axis 0, and the slab's
+    /// address shifted back by `lo0` slices ([`Self::kernel_volume`]) so that whole-grid
+    /// indices land in the slab. Every ray, plane and tap coordinate is then the unsplit
+    /// transform's, bit for bit (a slab's own corner rounds them differently).
     pub(crate) fn piece(
         id: usize,
         geom: &VecGeometry,
         views: Range<usize>,
         grid: &Grid,
+        slab: Range<usize>,
     ) -> Result<Self> {
+        if slab.end > grid.shape[0] || (slab.is_empty() && grid.shape[0] > 0) {
+            return Err(Error::invalid(format!(
+                "slab {slab:?} of a grid of {} slices",
+                grid.shape[0]
+            )));
+        }
         let ctx = device_ctx(id)?;
         let to_i32 = |n: usize, what: &str| {
             i32::try_from(n).map_err(|_| {
@@ -138,8 +154,10 @@ impl CudaRay {
                 geom.num_views()
             ))
         })?;
+        let mut shape = grid.shape.map(|n| n as i64);
+        shape[0] = slab.len() as i64;
         let params = RayParams {
-            shape: grid.shape.map(|n| n as i64),
+            shape,
             vmin: grid.min,
             h: grid.h,
             ndim: geom.ndim() as i32,
@@ -148,6 +166,7 @@ impl CudaRay {
             nviews: to_i32(chosen.len(), "number of views")?,
             parallel: i32::from(geom.beam() == Beam::Parallel),
             first_view: 0,
+            lo0: to_i32(slab.start, "slab offset")?,
         };
         let flat: Vec<f64> = chosen
             .iter()
@@ -221,7 +240,18 @@ impl CudaRay {
     /// bounds checks) fits in an `i32`, so that the 32-bit kernels apply.
     fn fits_i32(&self) -> bool {
         let [n0, n1, n2] = self.params.shape.map(|n| n as u64);
+        // A piece indexes in the whole grid's frame: up to its slab's end.
+        let n0 = n0 + self.params.lo0 as u64;
         n0 * n1 * n2 + n1 * n2 + n2 + 1 < i32::MAX as u64
+    }
+
+    /// The volume address the kernels take for a buffer at `vol`: a piece's slab buffer
+    /// shifted back by its first `lo0` slices (the kernels index in the whole grid's frame and
+    /// touch only the slab's cells); a whole volume's unchanged. Wrapping arithmetic: the
+    /// shifted address is never dereferenced below the slab.
+    fn kernel_volume(&self, vol: u64) -> u64 {
+        let slice = (self.params.shape[1] * self.params.shape[2].max(1)) as u64;
+        vol.wrapping_sub(self.params.lo0 as u64 * slice * F32 as u64)
     }
 
     /// Launches kernel `name` with `threads` threads (grid-stride, at most 32 blocks per
@@ -410,6 +440,7 @@ impl CudaRay {
             ));
         }
         let rays = self.rays();
+        let vol = self.kernel_volume(vol);
         match (self.params.ndim, self.fits_i32()) {
             (2, true) => {
                 if self.forward2_smem(vol, sino, 1)? {
@@ -504,6 +535,7 @@ impl CudaRay {
             let voxels = self.params.shape.iter().product::<i64>() as usize;
             self.zero(vol, voxels, "clearing the volume")?;
         }
+        let vol = self.kernel_volume(vol);
         let rays = self.rays();
         match (self.params.ndim, self.fits_i32()) {
             (3, true) => {

@@ -286,7 +286,7 @@ impl PieceRunner {
         } else {
             for g in &groups {
                 for s in &slabs {
-                    rays.push(CudaRay::piece(id, geom, g.clone(), &grid.slab(s.clone()))?);
+                    rays.push(CudaRay::piece(id, geom, g.clone(), grid, s.clone())?);
                 }
             }
         }

@@ -664,7 +664,7 @@ extern "C" __global__ void joseph_forward2_segatomic_f32(const float* __restrict
         if (mlo >= mhi) continue;
         const int nb = sh[r.b], sa = st[r.a], sb = st[r.b];
         float acc = 0.0f;
-        acc = march2(vol, r, nb, sa, sb, mlo, mhi, acc);
+        acc = march2(vol, r, lo_of(p, r.b), nb, sa, sb, mlo, mhi, acc);
         atomicAdd(sino + (u64)view * nu + iu, __fmul_rn(acc, r.w));
     }
 }

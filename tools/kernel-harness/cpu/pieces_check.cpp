@@ -1,0 +1,210 @@
+// Runs the ray-transform kernels of kernels/ray_joseph.cu on the CPU (cuda_cpu.h) at small sizes:
+// whole volumes against a reference copy of the kernels (e.g. the last commit's), and a transform
+// split into slabs along axis 0 against the whole one, in the whole-grid frame of the pieces
+// (kernels/ray_joseph.cu) and in the slab frame the reference copy uses. Build and run with
+// tools/kernel-harness/cpu/run.sh.
+#include "cuda_cpu.h"
+
+#include <cstdio>
+#include <string>
+
+struct Geo {
+    std::string name;
+    long long shape[3];
+    double vmin[3], h[3];
+    int ndim, nu, nv, parallel;
+    std::vector<double> views;
+};
+
+namespace cur {
+typedef ::Geo Geo;
+#include "k_cur.cu"
+#define WITH_LO0
+#include "ops.inc"
+#undef WITH_LO0
+}  // namespace cur
+
+namespace ref {
+typedef ::Geo Geo;
+#include "k_ref.cu"
+#ifdef REF_HAS_LO0
+#define WITH_LO0
+#endif
+#include "ops.inc"
+#undef WITH_LO0
+}  // namespace ref
+
+static std::vector<float> randv(size_t n, unsigned seed) {
+    std::vector<float> v(n);
+    unsigned long long s = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    for (size_t i = 0; i < n; ++i) {
+        s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+        v[i] = (float)((double)(s >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+    }
+    return v;
+}
+
+struct Diff {
+    double l2, max;
+};
+static Diff diff(const std::vector<float>& a, const std::vector<float>& b) {
+    double n = 0, d = 0, mx = 0, mb = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+        const double e = (double)a[i] - b[i];
+        n += e * e;
+        d += (double)b[i] * b[i];
+        mx = std::max(mx, std::fabs(e));
+        mb = std::max(mb, std::fabs((double)b[i]));
+    }
+    return {std::sqrt(n / std::max(d, 1e-300)), mx / std::max(mb, 1e-300)};
+}
+
+static Geo grid(const char* name, int ndim, std::vector<int> n, std::vector<double> lo, std::vector<double> hi) {
+    Geo g;
+    g.name = name;
+    g.ndim = ndim;
+    for (int k = 0; k < 3; ++k) {
+        g.shape[k] = k < ndim ? n[k] : 1;
+        g.vmin[k] = k < ndim ? lo[k] : 0.0;
+        g.h[k] = k < ndim ? (hi[k] - lo[k]) / n[k] : 1.0;
+    }
+    return g;
+}
+
+static Geo par2d(int n0, int n1, int views, int nu, double span) {
+    Geo g = grid("parallel 2D", 2, {n0, n1}, {-1.0, -0.9}, {1.0, 0.9});
+    g.nu = nu; g.nv = 1; g.parallel = 1;
+    for (int k = 0; k < views; ++k) {
+        const double th = M_PI * (k + 0.5) / views, c = cos(th), s = sin(th), du = span / nu;
+        double v[12] = {-s, c, 0, 0.01, -0.02, 0, du * c, du * s, 0, 0, 0, 0};
+        g.views.insert(g.views.end(), v, v + 12);
+    }
+    return g;
+}
+
+static Geo fan2d(int n0, int n1, int views, int nu) {
+    Geo g = grid("fan 2D", 2, {n0, n1}, {-1.0, -1.0}, {1.0, 1.0});
+    g.nu = nu; g.nv = 1; g.parallel = 0;
+    for (int k = 0; k < views; ++k) {
+        const double th = 2 * M_PI * (k + 0.3) / views, c = cos(th), s = sin(th), du = 6.0 / nu;
+        double v[12] = {3 * s, -3 * c, 0, -2 * s, 2 * c, 0, du * c, du * s, 0, 0, 0, 0};
+        g.views.insert(g.views.end(), v, v + 12);
+    }
+    return g;
+}
+
+static Geo cone(const char* name, std::vector<int> n, int views, int nu, int nv, double tilt, double height = 4.0) {
+    Geo g = grid(name, 3, n, {-1.0, -0.9, -1.1}, {1.0, 0.9, 1.1});
+    g.nu = nu; g.nv = nv; g.parallel = 0;
+    for (int k = 0; k < views; ++k) {
+        const double th = 2 * M_PI * (k + 0.5) / views, c = cos(th), s = sin(th);
+        const double du = 5.0 / nu, dv = height / nv;
+        double v[12] = {4 * s, -4 * c, 0.05, -3 * s, 3 * c, 0, du * c, du * s, du * tilt, -dv * tilt * s, dv * tilt * c, dv};
+        g.views.insert(g.views.end(), v, v + 12);
+    }
+    return g;
+}
+
+static Geo par3d(std::vector<int> n, int views, int nu, int nv) {
+    Geo g = grid("parallel 3D", 3, n, {-1.0, -1.0, -1.0}, {1.0, 1.0, 1.0});
+    g.nu = nu; g.nv = nv; g.parallel = 1;
+    for (int k = 0; k < views; ++k) {
+        const double th = M_PI * (k + 0.5) / views, c = cos(th), s = sin(th);
+        const double du = 3.0 / nu, dv = 2.6 / nv;
+        double v[12] = {-s, c, 0, 0, 0, 0.01, du * c, du * s, 0, 0, 0, dv};
+        g.views.insert(g.views.end(), v, v + 12);
+    }
+    return g;
+}
+
+int main() {
+    std::vector<Geo> cases = {
+        par2d(40, 36, 24, 50, 3.0),
+        fan2d(33, 29, 18, 40),
+        cone("cone 3D", {20, 18, 24}, 10, 30, 32, 0.0),
+        cone("cone 3D, tilted detector", {19, 17, 16}, 8, 26, 32, 0.15),
+        par3d({16, 20, 24}, 8, 28, 32),
+        cone("cone 3D, 20 rows (no chunks)", {14, 12, 10}, 6, 20, 20, 0.0),
+        cone("cone 3D, rows coarser than the voxels (lean transpose)", {20, 18, 24}, 10, 30, 32, 0.0, 8.0),
+    };
+    bool ok = true;
+    double worst_fwd = 0, worst_adj = 0;
+    for (const Geo& g : cases) {
+        const int n0 = (int)g.shape[0];
+        const size_t slice = (size_t)(g.shape[1] * g.shape[2]), nvox = slice * n0;
+        const size_t nsino = g.views.size() / 12 * (size_t)g.nu * g.nv;
+        const std::vector<float> x = randv(nvox, 3), y = randv(nsino, 5);
+        const std::vector<std::pair<int, int>> slabs = {{0, n0 / 4}, {n0 / 4, n0 / 2 + 1}, {n0 / 2 + 1, n0}};
+        printf("== %s: %lld x %lld x %lld, %zu views x %d x %d\n", g.name.c_str(), g.shape[0], g.shape[1], g.shape[2],
+               g.views.size() / 12, g.nu, g.nv);
+        for (auto which : {cur::Fwd::Production, cur::Fwd::Wide}) {
+            const char* wn = which == cur::Fwd::Production ? "production kernels" : "64-bit kernels";
+            const auto rw = which == cur::Fwd::Production ? ref::Fwd::Production : ref::Fwd::Wide;
+            // whole: current vs reference
+            std::vector<float> sc(nsino), sr(nsino), vc(nvox), vr(nvox);
+            std::vector<float> xv = x;
+            cur::RayParams pc = cur::params(g, 0, n0);
+            ref::RayParams pr = ref::params(g, 0, n0);
+            cur::forward(pc, g.views.data(), xv.data(), sc.data(), which);
+            ref::forward(pr, g.views.data(), xv.data(), sr.data(), rw);
+            cur::transpose(pc, g.views.data(), y.data(), vc.data(), which);
+            ref::transpose(pr, g.views.data(), y.data(), vr.data(), rw);
+            const Diff wf = diff(sc, sr), wa = diff(vc, vr);
+            if (g.ndim == 3 && which == cur::Fwd::Production) {
+                // Which paths of the profile transpose ran (warp-planes), on the whole and on a slab.
+                for (auto [a, b] : {std::pair<int, int>{0, n0}, std::pair<int, int>{n0 / 4, n0 / 2 + 1}}) {
+                    cur::RayParams q = cur::params(g, a, b - a);
+                    std::vector<float> tmp((size_t)(b - a) * slice, 0.0f);
+                    unsigned long long stats[2] = {0, 0};
+                    cpu_cuda::launch(cur::stride_grid(cur::chunked(q) * cur::segments(q, 128)), dim3(256), 0,
+                                     cur::joseph_backward3_profile_count_f32, y.data(), cur::kvol(q, tmp.data()),
+                                     g.views.data(), q, q.nviews, 128, stats);
+                    printf("  profile transpose on cells [%d, %d): lean warp-planes %llu, other %llu\n", a, b, stats[0], stats[1]);
+                }
+            }
+            const double dot_ax_y = [&] { double s = 0; for (size_t i = 0; i < nsino; ++i) s += (double)sc[i] * y[i]; return s; }();
+            const double dot_x_aty = [&] { double s = 0; for (size_t i = 0; i < nvox; ++i) s += (double)x[i] * vc[i]; return s; }();
+            printf("  %s, whole vs reference: forward %.1e (max %.1e), transpose %.1e (max %.1e); "
+                   "<Ax,y> - <x,A^T y>: %.1e relative\n",
+                   wn, wf.l2, wf.max, wa.l2, wa.max, std::fabs(dot_ax_y - dot_x_aty) / std::fabs(dot_ax_y));
+            if (wf.max > 1e-6 || wa.l2 > 1e-6) ok = false;
+            if (g.ndim == 2 && g.parallel && which == cur::Fwd::Production) {
+                std::vector<float> vl(nvox), vlr(nvox);
+                cur::transpose2_lanes(pc, g.views.data(), y.data(), vl.data());
+                ref::transpose2_lanes(pr, g.views.data(), y.data(), vlr.data());
+                const Diff dl = diff(vl, vc), dlr = diff(vl, vlr);
+                printf("  lanes transpose vs atomic %.1e (max %.1e), vs reference lanes %.1e\n", dl.l2, dl.max, dlr.l2);
+                if (dl.l2 > 1e-6 || dlr.l2 > 1e-6) ok = false;
+            }
+            // pieces: forward summed over slabs, transpose per slab, against the whole
+            for (int frame = 0; frame < 2; ++frame) {
+                std::vector<float> fsum(nsino, 0.0f), adj(nvox, 0.0f), part(nsino);
+                for (auto [a, b] : slabs) {
+                    std::vector<float> xs(x.begin() + a * slice, x.begin() + b * slice), vs((size_t)(b - a) * slice);
+                    if (frame == 0) {
+                        cur::RayParams q = cur::params(g, a, b - a);
+                        cur::forward(q, g.views.data(), xs.data(), part.data(), which);
+                        cur::transpose(q, g.views.data(), y.data(), vs.data(), which);
+                    } else {
+                        ref::RayParams q = ref::params(g, a, b - a);
+                        ref::forward(q, g.views.data(), xs.data(), part.data(), rw);
+                        ref::transpose(q, g.views.data(), y.data(), vs.data(), rw);
+                    }
+                    for (size_t i = 0; i < nsino; ++i) fsum[i] += part[i];
+                    std::copy(vs.begin(), vs.end(), adj.begin() + a * slice);
+                }
+                const Diff pf = diff(fsum, frame == 0 ? sc : sr), pa = diff(adj, frame == 0 ? vc : vr);
+                printf("  %s, 3 slabs vs whole, %s: forward %.1e (max %.1e), transpose %.1e (max %.1e)\n", wn,
+                       frame == 0 ? "whole-grid frame (current)" : "slab frame (reference)", pf.l2, pf.max, pa.l2, pa.max);
+                if (frame == 0) {
+                    worst_fwd = std::max(worst_fwd, pf.l2);
+                    worst_adj = std::max(worst_adj, pa.l2);
+                    if (pf.l2 > 1e-6 || pa.l2 > 1e-6) ok = false;
+                }
+            }
+        }
+    }
+    printf("SUMMARY: %s; pieces vs whole, worst relative L2: forward %.1e, transpose %.1e\n", ok ? "ok" : "FAILED",
+           worst_fwd, worst_adj);
+    return ok ? 0 : 1;
+}
