@@ -175,6 +175,20 @@ int main() {
                 const Diff dl = diff(vl, vc), dlr = diff(vl, vlr);
                 printf("  lanes transpose vs atomic %.1e (max %.1e), vs reference lanes %.1e\n", dl.l2, dl.max, dlr.l2);
                 if (dl.l2 > 1e-6 || dlr.l2 > 1e-6) ok = false;
+                // A batch of 3 through the gather kernel, views split 2 ways, against the atomic
+                // transpose entry by entry.
+                const int batch = 3;
+                const std::vector<float> ys = randv(nsino * batch, 11);
+                std::vector<float> vb(nvox * batch), ve(nvox * batch);
+                cur::transpose2_gather(pc, g.views.data(), ys.data(), vb.data(), batch, 2);
+                for (int e = 0; e < batch; ++e) {
+                    std::vector<float> one(nvox);
+                    cur::transpose(pc, g.views.data(), ys.data() + e * nsino, one.data(), which);
+                    std::copy(one.begin(), one.end(), ve.begin() + e * nvox);
+                }
+                const Diff dg = diff(vb, ve);
+                printf("  gather transpose, batch %d, vs atomic entry by entry %.1e (max %.1e)\n", batch, dg.l2, dg.max);
+                if (dg.l2 > 1e-6) ok = false;
             }
             // pieces: forward summed over slabs, transpose per slab, against the whole
             for (int frame = 0; frame < 2; ++frame) {
