@@ -15,41 +15,9 @@
 #include <cstring>
 #include <functional>
 #include <vector>
+#include "harness_data.h"
+#include "harness_time.cuh"
 
-#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { printf("CUDA error %s at %s:%d\n", cudaGetErrorString(e), __FILE__, __LINE__); exit(1); } } while (0)
-
-static double time_ms(const std::function<void()>& f, int reps) {
-    cudaEvent_t a, b; CK(cudaEventCreate(&a)); CK(cudaEventCreate(&b));
-    for (int r = 0; r < 3; ++r) f();
-    std::vector<float> ts;
-    for (int r = 0; r < reps; ++r) {
-        CK(cudaEventRecord(a)); f(); CK(cudaEventRecord(b)); CK(cudaEventSynchronize(b));
-        float ms; CK(cudaEventElapsedTime(&ms, a, b)); ts.push_back(ms);
-    }
-    std::sort(ts.begin(), ts.end());
-    return ts[ts.size() / 2];
-}
-
-static std::vector<float> randv(size_t n, unsigned seed) {
-    std::vector<float> v(n);
-    unsigned long long s = seed * 6364136223846793005ULL + 1442695040888963407ULL;
-    for (size_t i = 0; i < n; ++i) {
-        s = s * 6364136223846793005ULL + 1442695040888963407ULL;
-        v[i] = (float)((double)(s >> 11) / 9007199254740992.0 * 2.0 - 1.0);
-    }
-    return v;
-}
-
-static double rel(const std::vector<float>& a, const std::vector<float>& b) {
-    double n = 0, d = 0, mx = 0;
-    for (size_t i = 0; i < a.size(); ++i) { double e = (double)a[i] - b[i]; n += e * e; d += (double)b[i] * b[i]; }
-    return sqrt(n / d);
-}
-static double maxrel(const std::vector<float>& a, const std::vector<float>& b) {
-    double mx = 0, nb = 0;
-    for (size_t i = 0; i < a.size(); ++i) { mx = std::max(mx, fabs((double)a[i] - b[i])); nb = std::max(nb, fabs((double)b[i])); }
-    return mx / nb;
-}
 
 struct Par2d { RayParams p; std::vector<double> views; };
 
@@ -134,8 +102,9 @@ int main(int argc, char** argv) {
             std::vector<float> got(npix * batch);
             CK(cudaMemcpy(got.data(), dvol, npix * batch * 4, cudaMemcpyDeviceToHost));
             std::vector<float> r(ref.begin(), ref.begin() + npix * batch);
-            const double t = time_ms(f, reps);
-            printf("  %-28s batch %d: %8.4f ms  rel L2 %.2e  max %.2e\n", name, batch, t, rel(got, r), maxrel(got, r));
+            const double t = time_ms(f, reps, 3);
+            const Diff d = diff(got, r);
+            printf("  %-28s batch %d: %8.4f ms  rel L2 %.2e  max %.2e\n", name, batch, t, d.l2, d.max);
         };
         for (int batch : {1, 8}) {
             check("tile (superseded)", batch, [&] { tile(batch); });

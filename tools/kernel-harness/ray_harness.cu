@@ -12,8 +12,9 @@
 #include <cstring>
 #include <string>
 #include <vector>
+#include "harness_data.h"
+#include "harness_time.cuh"
 
-#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { printf("CUDA error %s at %s:%d\n", cudaGetErrorString(e), __FILE__, __LINE__); exit(1); } } while (0)
 
 static int g_sms = 132;
 static dim3 grid_for_n(unsigned long long n) {
@@ -57,34 +58,10 @@ static Case par2d(const char* name, int n, int nviews, int nu) {
     return c;
 }
 
-static std::vector<float> randv(size_t n, unsigned seed) {
-    std::vector<float> v(n);
-    unsigned long long s = seed * 6364136223846793005ULL + 1442695040888963407ULL;
-    for (size_t i = 0; i < n; ++i) {
-        s = s * 6364136223846793005ULL + 1442695040888963407ULL;
-        v[i] = (float)((double)(s >> 11) / 9007199254740992.0 * 2.0 - 1.0);
-    }
-    return v;
-}
 
-template <typename F>
-static double time_ms(F f, int reps) {
-    cudaEvent_t a, b; CK(cudaEventCreate(&a)); CK(cudaEventCreate(&b));
-    std::vector<float> ts;
-    for (int r = 0; r < reps; ++r) {
-        CK(cudaEventRecord(a)); f(); CK(cudaEventRecord(b)); CK(cudaEventSynchronize(b));
-        float ms; CK(cudaEventElapsedTime(&ms, a, b)); ts.push_back(ms);
-    }
-    std::sort(ts.begin(), ts.end());
-    return ts[ts.size() / 2];
-}
 
 static double dot(const std::vector<float>& a, const std::vector<float>& b) {
     double s = 0; for (size_t i = 0; i < a.size(); ++i) s += (double)a[i] * b[i]; return s;
-}
-static double rel(const std::vector<float>& a, const std::vector<float>& b) {
-    double n = 0, d = 0; for (size_t i = 0; i < a.size(); ++i) { double e = (double)a[i] - b[i]; n += e * e; d += (double)b[i] * b[i]; }
-    return sqrt(n / d);
 }
 
 int main(int argc, char** argv) {

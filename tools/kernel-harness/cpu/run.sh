@@ -19,5 +19,5 @@ fi
 command -v g++ >/dev/null || { echo "g++ (12 or later) is needed to build the CPU stand-in" >&2; exit 2; }
 flags=""
 grep -q "int lo0;" "$out/k_ref.cu" && flags="-DREF_HAS_LO0"
-g++ -std=c++20 -O1 -ffp-contract=off -pthread $flags -I"$here" -I"$out" "$here/pieces_check.cpp" -o "$out/pieces_check"
+g++ -std=c++20 -O1 -ffp-contract=off -pthread $flags -I"$here" -I"$here/.." -I"$out" "$here/pieces_check.cpp" -o "$out/pieces_check"
 "$out/pieces_check"
