@@ -1,12 +1,13 @@
 // The 2D parallel-beam transposes on parallel2d_512, the learned primal-dual operator and two odd
 // shapes: the production kernels of kernels/ray_joseph.cu (joseph_backward2_lanes_f32 for one
-// entry, joseph_backward2_gather_f32 for batches) against the shared-atomic tile kernel they
-// replaced (experimental.cu), at batch 1 and 8 and several view splits, each checked against the
+// entry, joseph_backward2_gather_f32 for batches) and the candidate with a ray range per lane
+// (lanes_ranged.cu) against the shared-atomic tile kernel they replaced (experimental.cu), at batch 1 and 8 and several view splits, each checked against the
 // atomic scattering transpose (same products, other order of the additions) and timed with CUDA
 // events (median of the repetitions; the weighting kernel and any zeroing included).
 // nvcc -O3 -std=c++17 -fmad=false -arch=sm_90 par2d_adjoint.cu -o par2d_adjoint
 #include "../../kernels/ray_joseph.cu"
 #include "experimental.cu"
+#include "lanes_ranged.cu"
 
 #include <algorithm>
 #include <cmath>
@@ -96,6 +97,12 @@ int main(int argc, char** argv) {
             const unsigned tiles = (unsigned)(((s.n0 + 31) / 32) * ((s.n1 + 31) / 32));
             joseph_backward2_lanes_f32<<<dim3(tiles, split, batch), 256>>>(dc, dvol, dr, di, p, split);
         };
+        auto ranged = [&](int batch, int split) {
+            weigh(batch);
+            if (split > 1) CK(cudaMemsetAsync(dvol, 0, npix * batch * 4));
+            const unsigned tiles = (unsigned)(((s.n0 + 31) / 32) * ((s.n1 + 31) / 32));
+            joseph_backward2_lanes_ranged_f32<<<dim3(tiles, split, batch), 256>>>(dc, dvol, dr, di, p, split);
+        };
         printf("== %s: %d x %d, %d views x %d cells\n", s.name, s.n0, s.n1, nviews, nu);
         auto check = [&](const char* name, int batch, const std::function<void()>& f) {
             f(); CK(cudaGetLastError()); CK(cudaDeviceSynchronize());
@@ -112,6 +119,8 @@ int main(int argc, char** argv) {
                 char nm[64];
                 snprintf(nm, sizeof nm, "lanes split %d", split);
                 check(nm, batch, [&] { lanes(batch, split); });
+                snprintf(nm, sizeof nm, "lanes ranged split %d", split);
+                check(nm, batch, [&] { ranged(batch, split); });
                 snprintf(nm, sizeof nm, "gather split %d", split);
                 check(nm, batch, [&] { gather(batch, split); });
             }

@@ -20,9 +20,12 @@ struct Geo {
 namespace cur {
 typedef ::Geo Geo;
 #include "k_cur.cu"
+#include "lanes_ranged_cur.cu"
 #define WITH_LO0
+#define WITH_RANGED
 #include "ops.inc"
 #undef WITH_LO0
+#undef WITH_RANGED
 }  // namespace cur
 
 namespace ref {
@@ -96,6 +99,7 @@ static Geo par3d(std::vector<int> n, int views, int nu, int nv) {
 int main() {
     std::vector<Geo> cases = {
         par2d(40, 36, 24, 50, 3.0),
+        par2d(40, 36, 12, 400, 3.0),  // cells far finer than the pixels: the ranged lanes' broadcast path
         fan2d(33, 29, 18, 40),
         cone("cone 3D", {20, 18, 24}, 10, 30, 32, 0.0),
         cone("cone 3D, tilted detector", {19, 17, 16}, 8, 26, 32, 0.15),
@@ -146,11 +150,21 @@ int main() {
             if (wf.max > 1e-6 || wa.l2 > 1e-6) ok = false;
             if (g.ndim == 2 && g.parallel && which == cur::Fwd::Production) {
                 std::vector<float> vl(nvox), vlr(nvox);
-                cur::transpose2_lanes(pc, g.views.data(), y.data(), vl.data());
-                ref::transpose2_lanes(pr, g.views.data(), y.data(), vlr.data());
+                cur::transpose2_lanes(pc, g.views.data(), y.data(), vl.data(), 2);
+                ref::transpose2_lanes(pr, g.views.data(), y.data(), vlr.data(), 2);
                 const Diff dl = diff(vl, vc), dlr = diff(vl, vlr);
                 printf("  lanes transpose vs atomic %.1e (max %.1e), vs reference lanes %.1e\n", dl.l2, dl.max, dlr.l2);
                 if (dl.l2 > 1e-6 || dlr.l2 > 1e-6) ok = false;
+                // The harness candidate with a ray range per lane: bit for bit the lanes kernel at
+                // split 1 (same rays per plane in the same order), and at split 2 to rounding.
+                for (int split : {1, 2}) {
+                    std::vector<float> v1(nvox), v3(nvox);
+                    cur::transpose2_lanes(pc, g.views.data(), y.data(), v1.data(), split);
+                    cur::transpose2_lanes(pc, g.views.data(), y.data(), v3.data(), split, true);
+                    const Diff dr = diff(v3, v1);
+                    printf("  lanes with a ray range per lane vs lanes, split %d: %.1e (max %.1e)\n", split, dr.l2, dr.max);
+                    if ((split == 1 && dr.max != 0.0) || dr.l2 > 1e-6) ok = false;
+                }
                 // A batch of 3 through the gather kernel, views split 2 ways, against the atomic
                 // transpose entry by entry.
                 const int batch = 3;
