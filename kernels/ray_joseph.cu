@@ -192,6 +192,34 @@ extern "C" __global__ void joseph_backward_atomic_f32(const float* __restrict__ 
     }
 }
 
+// The transpose of `batch` entries (data and volumes one after the other, rays() values and
+// shape[0] * shape[1] * shape[2] voxels apart), one thread per ray and entry, as
+// joseph_backward_atomic_f32 does for one: the batched transpose of 2D geometries without the
+// parallel-beam tables (fan beams). `vol` must be zeroed before the launch.
+extern "C" __global__ void joseph_backward_atomic_batch_f32(const float* __restrict__ sino, float* __restrict__ vol,
+                                                            const double* __restrict__ views, RayParams p, int count,
+                                                            int batch) {
+    const u64 per_view = (u64)p.nu * (u64)p.nv;
+    const u64 rays = per_view * (u64)count;
+    const u64 voxels = (u64)p.shape[0] * (u64)p.shape[1] * (u64)p.shape[2];
+    const u64 total = rays * (u64)batch;
+    for (u64 g = blockIdx.x * (u64)blockDim.x + threadIdx.x; g < total; g += (u64)gridDim.x * blockDim.x) {
+        const u64 entry = g / rays, ray = g - entry * rays;
+        const int view = p.first_view + (int)(ray / per_view);
+        const u64 rem = ray % per_view;
+        const float y = sino[entry * (u64)p.nviews * per_view + (u64)view * per_view + rem];
+        if (y == 0.0f) continue;
+        const int iu = (int)(rem / p.nv), iv = (int)(rem % p.nv);
+        Ray r;
+        if (!setup_ray(p, views, view, iu, iv, r)) continue;
+        const float c = __fmul_rn(r.w, y);
+        float* out = vol + entry * voxels;
+        for (int m = r.m0; m < r.m1; ++m) {
+            taps(p, r, m, [&](i64 i, float wt) { atomicAdd(out + i, __fmul_rn(c, wt)); });
+        }
+    }
+}
+
 // The 2D march of one ray over planes [mlo, mhi) with 32-bit indices: the per-plane taps and
 // weights of every kernel (f = fb0 + m*sb, rounded; taps floor(f), floor(f)+1 with weights 1-t, t),
 // added to acc in plane order; taps outside the cells [lb, lb + nb) of axis b are dropped.

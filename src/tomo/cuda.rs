@@ -548,10 +548,10 @@ impl CudaRay {
     }
 
     /// The most entries [`Self::forward_batch`] and [`Self::transpose_batch`] take in one
-    /// launch sequence: 1 unless the geometry is a 2D parallel beam on the tabled transposes'
-    /// path (then limited by the launch grids).
+    /// launch sequence: 1 unless the geometry is 2D with 32-bit indices, a whole volume (then
+    /// limited by the launch grids of the batched forward).
     pub(crate) fn max_batch(&self) -> usize {
-        if self.tables2.is_none() {
+        if self.params.ndim != 2 || !self.fits_i32() || self.params.lo0 != 0 {
             return 1;
         }
         let p = &self.params;
@@ -567,7 +567,7 @@ impl CudaRay {
     }
 
     /// `sino[b] = A vol[b]` for `batch` entries stored one after the other in `vol` and `sino`,
-    /// in one launch (2D parallel beams, `batch ≤` [`Self::max_batch`]); otherwise only
+    /// in one launch (2D geometries, `batch ≤` [`Self::max_batch`]); otherwise only
     /// `batch == 1`, as [`Self::forward`].
     pub(crate) fn forward_batch(
         &self,
@@ -593,8 +593,10 @@ impl CudaRay {
     }
 
     /// `vol[b] = Aᵀ sino[b]` for `batch` entries stored one after the other, in one launch
-    /// sequence (2D parallel beams, `batch ≤` [`Self::max_batch`]); otherwise only
-    /// `batch == 1`, as [`Self::transpose`]. A 2D batch goes through
+    /// sequence (2D geometries, `batch ≤` [`Self::max_batch`]); otherwise only
+    /// `batch == 1`, as [`Self::transpose`]. Other 2D geometries than parallel beams (fan
+    /// beams) scatter every entry's rays in one launch (`joseph_backward_atomic_batch_f32`).
+    /// A 2D parallel-beam batch goes through
     /// `joseph_backward2_gather_f32`, a pixel per thread and up to eight entries per launch:
     /// the rays that reach the pixel and their weights are found once for all the entries
     /// (H200, kernel harness: the learned primal-dual operator at batch 8 in 0.35 ms, 0.82 ms
@@ -609,17 +611,35 @@ impl CudaRay {
             return self.transpose(sino, vol);
         }
         self.check_batch(batch, vol.slice().len(), sino.slice().len())?;
-        let g = self.tables2.as_ref().ok_or_else(|| {
-            Error::Unsupported(format!(
-                "the CUDA ray transform cannot take a batch of {batch} in one launch here"
-            ))
-        })?;
         let stream = self.ctx.stream();
         let (s, _s) = sino.slice().device_ptr(stream);
         let (v, _v) = vol.slice_mut().device_ptr_mut(stream);
         // The tensors hold `batch` data and volumes of this geometry (checked above) and stay
         // borrowed while the kernels are queued on the device's stream.
-        self.transpose2(s, v, g, batch)
+        if let Some(g) = &self.tables2 {
+            return self.transpose2(s, v, g, batch);
+        }
+        // Other 2D geometries (fan beams): one thread per ray and entry, scattering into the
+        // zeroed volumes.
+        let voxels = self.params.shape.iter().product::<i64>() as usize;
+        self.zero(v, voxels * batch, "clearing the volumes")?;
+        let name = "joseph_backward_atomic_batch_f32";
+        let f = self.ctx.function(&RAY, name)?;
+        let count = self.params.nviews;
+        let entries = i32::try_from(batch)
+            .map_err(|_| Error::invalid(format!("a batch of {batch} entries")))?;
+        let mut b = stream.launch_builder(&f);
+        b.arg(&s)
+            .arg(&v)
+            .arg(&self.views)
+            .arg(&self.params)
+            .arg(&count)
+            .arg(&entries);
+        // SAFETY: the signature is (const float* sino, float* vol, const double* views,
+        // RayParams, int count, int batch), a grid-stride loop over batch × rays with 64-bit
+        // indices; the buffers hold `batch` data and volumes of this geometry (checked above).
+        unsafe { b.launch(self.ctx.launch_cfg(self.rays() * batch)) }.map_err(driver_err(name))?;
+        Ok(())
     }
 
     /// Errors unless `batch` entries fit one launch and the buffers hold `batch` volumes and

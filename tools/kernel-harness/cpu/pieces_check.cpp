@@ -22,10 +22,10 @@ typedef ::Geo Geo;
 #include "k_cur.cu"
 #include "lanes_ranged_cur.cu"
 #define WITH_LO0
-#define WITH_RANGED
+#define CURRENT_KERNELS
 #include "ops.inc"
 #undef WITH_LO0
-#undef WITH_RANGED
+#undef CURRENT_KERNELS
 }  // namespace cur
 
 namespace ref {
@@ -148,6 +148,26 @@ int main() {
                    "<Ax,y> - <x,A^T y>: %.1e relative\n",
                    wn, wf.l2, wf.max, wa.l2, wa.max, std::fabs(dot_ax_y - dot_x_aty) / std::fabs(dot_ax_y));
             if (wf.max > 1e-6 || wa.l2 > 1e-6) ok = false;
+            if (g.ndim == 2 && which == cur::Fwd::Production) {
+                // A batch of 3 through the batched forward and scattering transpose (fan beams'
+                // batched path), against one entry at a time.
+                const int batch = 3;
+                const std::vector<float> xs = randv(nvox * batch, 13), ys = randv(nsino * batch, 17);
+                std::vector<float> fb(nsino * batch), fe(nsino * batch), tb(nvox * batch), te(nvox * batch);
+                cur::forward2_batch(pc, g.views.data(), xs.data(), fb.data(), batch);
+                cur::transpose_atomic_batch(pc, g.views.data(), ys.data(), tb.data(), batch);
+                for (int e = 0; e < batch; ++e) {
+                    std::vector<float> xe(xs.begin() + e * nvox, xs.begin() + (e + 1) * nvox), se(nsino), ve(nvox);
+                    cur::forward(pc, g.views.data(), xe.data(), se.data(), which);
+                    cur::transpose(pc, g.views.data(), ys.data() + e * nsino, ve.data(), which);
+                    std::copy(se.begin(), se.end(), fe.begin() + e * nsino);
+                    std::copy(ve.begin(), ve.end(), te.begin() + e * nvox);
+                }
+                const Diff bf = diff(fb, fe), bt = diff(tb, te);
+                printf("  batch %d in one launch vs one entry at a time: forward %.1e, scattering transpose %.1e\n", batch,
+                       bf.l2, bt.l2);
+                if (bf.l2 > 1e-6 || bt.l2 > 1e-6) ok = false;
+            }
             if (g.ndim == 2 && g.parallel && which == cur::Fwd::Production) {
                 std::vector<float> vl(nvox), vlr(nvox);
                 cur::transpose2_lanes(pc, g.views.data(), y.data(), vl.data(), 2);
