@@ -14,14 +14,59 @@ use crate::storage::Storage;
 use crate::{Device, Element, Error, Operator, Result, Scalar, Space};
 
 /// A borrowed element: gives its memory back (never frees it) when dropped, also on errors.
-struct Borrowed<T: Scalar>(Option<Element<T>>);
+/// `at` holds the device address of each of its tensors (one, or one per part of a product).
+struct Borrowed<T: Scalar> {
+    elem: Option<Element<T>>,
+    at: Vec<u64>,
+}
 
 impl<T: Scalar> Borrowed<T> {
+    /// An element of `space` at `ptr`: a tensor, or for a product space of tensor spaces its
+    /// parts one after the other (the parts stacked along a leading axis, as the Python package
+    /// lays out such an element).
+    ///
     /// # Safety
-    /// As [`DeviceTensor::borrow_raw`](crate::backend::cuda::DeviceTensor::borrow_raw).
+    /// As [`DeviceTensor::borrow_raw`](crate::backend::cuda::DeviceTensor::borrow_raw), for
+    /// `space.size()` values at `ptr`.
     unsafe fn new(id: usize, ptr: u64, space: &Space<T>) -> Result<Self> {
-        // SAFETY: forwarded to the caller.
-        unsafe { Self::of_batch(id, ptr, space, None) }
+        if !space.is_product() {
+            // SAFETY: forwarded to the caller.
+            return unsafe { Self::of_batch(id, ptr, space, None) };
+        }
+        let bytes = std::mem::size_of::<T>() as u64;
+        let mut parts = Vec::new();
+        let mut at = Vec::new();
+        let mut next = ptr;
+        for p in space.parts()? {
+            let part = if p.is_product() {
+                Err(Error::Unsupported(
+                    "apply_to_cuda_memory: nested product spaces".into(),
+                ))
+            } else {
+                // SAFETY: the part's values lie within the element's (the caller's promise),
+                // the parts one after the other.
+                p.shape()
+                    .and_then(|shape| unsafe { Storage::borrow_cuda(id, next, shape) })
+            };
+            match part {
+                Ok(s) => {
+                    parts.push(Element::tensor(s));
+                    at.push(next);
+                    next += p.size() as u64 * bytes;
+                }
+                Err(e) => {
+                    // Give back what was borrowed so far (never free the caller's memory).
+                    parts.into_iter().for_each(|e| {
+                        release(e);
+                    });
+                    return Err(e);
+                }
+            }
+        }
+        Ok(Self {
+            elem: Some(Element::product(parts)),
+            at,
+        })
     }
 
     /// A tensor of `space`'s shape, or of `batch` of them (a leading batch axis).
@@ -38,39 +83,48 @@ impl<T: Scalar> Borrowed<T> {
         shape.extend_from_slice(space.shape()?);
         // SAFETY: forwarded to the caller.
         let s = unsafe { Storage::borrow_cuda(id, ptr, &shape)? };
-        Ok(Self(Some(Element::tensor(s))))
+        Ok(Self {
+            elem: Some(Element::tensor(s)),
+            at: vec![ptr],
+        })
     }
 
     fn get(&self) -> &Element<T> {
-        self.0.as_ref().expect("present until dropped")
+        self.elem.as_ref().expect("present until dropped")
     }
 
     fn get_mut(&mut self) -> &mut Element<T> {
-        self.0.as_mut().expect("present until dropped")
+        self.elem.as_mut().expect("present until dropped")
     }
 
-    /// Gives the memory back; the device address the element held at the end.
-    fn release(mut self) -> Option<u64> {
-        self.0.take().and_then(release)
+    /// Gives the memory back; whether every tensor of the element still held the memory it
+    /// was given (an operator that replaced a part's storage did not write into the caller's
+    /// memory).
+    fn release(mut self) -> bool {
+        let mut held = Vec::new();
+        if let Some(e) = self.elem.take() {
+            release_into(e, &mut held);
+        }
+        held.len() == self.at.len() && held.iter().zip(&self.at).all(|(h, a)| *h == Some(*a))
     }
 }
 
-fn release<T: Scalar>(e: Element<T>) -> Option<u64> {
+/// Gives every tensor of `e` back; the device address each held at the end, in order.
+fn release_into<T: Scalar>(e: Element<T>, held: &mut Vec<Option<u64>>) {
     match e.kind {
-        ElementKind::Tensor(s) => s.release_borrowed(),
-        ElementKind::Product(parts) => {
-            // Never built here; give every part back all the same.
-            parts.into_iter().for_each(|p| {
-                release(p);
-            });
-            None
-        }
+        ElementKind::Tensor(s) => held.push(s.release_borrowed()),
+        ElementKind::Product(parts) => parts.into_iter().for_each(|p| release_into(p, held)),
     }
+}
+
+/// Gives every tensor of `e` back.
+fn release<T: Scalar>(e: Element<T>) {
+    release_into(e, &mut Vec::new());
 }
 
 impl<T: Scalar> Drop for Borrowed<T> {
     fn drop(&mut self) {
-        if let Some(e) = self.0.take() {
+        if let Some(e) = self.elem.take() {
             release(e);
         }
     }
@@ -81,13 +135,15 @@ impl<T: Scalar> Drop for Borrowed<T> {
 /// `output` — in one pass per chunk of [`BatchedOperator::max_batch`](crate::BatchedOperator)
 /// entries where the operator has a [batched form](Operator::batched), else entry by entry — on the GPU of the operator's domain and range, ordered after the work queued on
 /// the caller's CUDA `stream` (0: the default stream) and with that stream waiting for the
-/// result (events, no synchronisation). `op`'s domain and range must be tensor spaces on the
-/// same CUDA device (build the operator for that device, e.g. with a
-/// [factory](crate::factory)); each batch entry is one application.
+/// result (events, no synchronisation). `op`'s domain and range must be on the same CUDA device
+/// (build the operator for that device, e.g. with a [factory](crate::factory)); each batch
+/// entry is one application. An element of a product space of tensor spaces (the range of a
+/// `Gradient`, say) is its parts one after the other, as the Python package stacks them along
+/// a leading axis.
 ///
-/// Errors (before touching the memory) for spaces that are not on one CUDA device, product
-/// spaces, and a build without the `cuda` feature; errors of the operator are returned as they
-/// are, with the output unspecified.
+/// Errors (before touching the memory) for spaces that are not on one CUDA device, nested
+/// product spaces, and a build without the `cuda` feature; errors of the operator are returned
+/// as they are, with the output unspecified.
 ///
 /// # Safety
 /// `input` must address `batch × domain.size()` values of `T` and `output` `batch ×
@@ -114,10 +170,12 @@ pub unsafe fn apply_to_cuda_memory<T: Scalar>(
             })
         }
     };
-    if domain.is_product() || range.is_product() {
-        return Err(Error::Unsupported(
-            "apply_to_cuda_memory: operators on product spaces".into(),
-        ));
+    for s in [domain, range] {
+        if s.is_product() && s.parts()?.iter().any(Space::is_product) {
+            return Err(Error::Unsupported(
+                "apply_to_cuda_memory: nested product spaces".into(),
+            ));
+        }
     }
     let (n_in, n_out) = (domain.size(), range.size());
     let bytes = std::mem::size_of::<T>() as u64;
@@ -130,8 +188,8 @@ pub unsafe fn apply_to_cuda_memory<T: Scalar>(
     };
     end(input, n_in)?;
     end(output, n_out)?;
-    let written = |y: Borrowed<T>, at: u64| -> Result<()> {
-        if y.release() != Some(at) {
+    let written = |y: Borrowed<T>| -> Result<()> {
+        if !y.release() {
             return Err(Error::invalid(format!(
                 "apply_to_cuda_memory: {} did not write into the output it was given",
                 op.name()
@@ -153,7 +211,7 @@ pub unsafe fn apply_to_cuda_memory<T: Scalar>(
                 let mut y = unsafe { Borrowed::of_batch(id, at_out, range, Some(k))? };
                 batched.apply_batch(x.get(), y.get_mut(), k)?;
                 x.release();
-                written(y, at_out)?;
+                written(y)?;
                 done += k;
             }
             return Ok(());
@@ -166,7 +224,7 @@ pub unsafe fn apply_to_cuda_memory<T: Scalar>(
             let mut y = unsafe { Borrowed::new(id, at_out, range)? };
             op.apply_into(x.get(), y.get_mut())?;
             x.release();
-            written(y, at_out)?;
+            written(y)?;
         }
         Ok(())
     };

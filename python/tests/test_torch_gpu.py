@@ -174,3 +174,22 @@ def test_distributed_data_parallel_one_process_per_gpu():
         assert net[1].build_counts() == {"cuda:0": 1}
     finally:
         dist.destroy_process_group()
+
+
+def test_product_space_operators_on_cuda_tensors():
+    # Gradient's range and its adjoint's domain are product spaces: their parts stacked along a
+    # leading axis, used in place on the GPU like tensor spaces.
+    s = rodl.uniform_discr([-1, -1], [1, 1], [32, 40], dtype="float32")
+    g = rodl.Factory.gradient(s)
+    for factory in [g, g.adjoint, g.adjoint @ g]:
+        m = rt.OperatorModule.from_op_factory(factory)
+        shape = tuple(m.operator_for("cpu").domain_shape)
+        x = torch.randn((3,) + shape)
+        xg = x.cuda().requires_grad_()
+        xc = x.clone().requires_grad_()
+        yg, yc = m(xg), m(xc)
+        assert yg.device.type == "cuda" and yg.shape == yc.shape and rel(yg, yc) < 1e-5
+        w = torch.randn_like(yc)
+        (yg * w.cuda()).sum().backward()
+        (yc * w).sum().backward()
+        assert rel(xg.grad, xc.grad) < 1e-5
