@@ -377,26 +377,35 @@ extern "C" __global__ void joseph_forward3_chunk_f32(const float* __restrict__ v
 // zeroed first. The same taps and weights as the other forwards, summed per segment (the sums
 // differ from the unsegmented ones at the rounding level).
 // Threads: ceil(nv / 32) * 32 * nu * count * ceil(max(n0, n1, n2) / seglen).
+// BATCH: `batch` entries one after the other (volumes of shape[0] * shape[1] * shape[2] voxels,
+// data of nviews * nu * nv values), the threads of each entry in the order above, entry after
+// entry.
+template <bool BATCH>
 __device__ __forceinline__ void forward3_chunkseg(const float* __restrict__ vol, float* __restrict__ sino,
                                                   const double* __restrict__ views, const RayParams& p, int count,
-                                                  int seglen) {
+                                                  int seglen, int batch) {
     const int sh[3] = {(int)p.shape[0], (int)p.shape[1], (int)p.shape[2]};
     const int st[3] = {sh[1] * sh[2], sh[2], 1};
     const int first[3] = {p.lo0, 0, 0};
     const int nmax = max(sh[0], max(sh[1], sh[2]));
     const int nseg = (nmax + seglen - 1) / seglen;
     const u64 total = (u64)((p.nv + 31) / 32) * (u64)nseg * (u64)count * (u64)p.nu * 32u;
-    for (u64 g = blockIdx.x * (u64)blockDim.x + threadIdx.x; g < total; g += (u64)gridDim.x * blockDim.x) {
+    const u64 all = BATCH ? total * (u64)batch : total;
+    for (u64 g = blockIdx.x * (u64)blockDim.x + threadIdx.x; g < all; g += (u64)gridDim.x * blockDim.x) {
+        const u64 entry = BATCH ? g / total : 0;
+        const u64 gl = BATCH ? g - entry * total : g;
+        const float* v = BATCH ? vol + entry * (u64)sh[0] * (u64)sh[1] * (u64)sh[2] : vol;
+        float* out = BATCH ? sino + entry * (u64)p.nviews * (u64)p.nu * (u64)p.nv : sino;
         ChunkRay q;
-        if (!chunk_ray(p, count, nseg, g, q)) continue;
+        if (!chunk_ray(p, count, nseg, gl, q)) continue;
         Ray r;
         if (!setup_ray(p, views, q.view, q.iu, q.iv, r)) continue;
         // Segments from the grid's first plane along the ray's axis.
         const int s0 = first[r.a] + q.seg * seglen;
         const int mlo = max(r.m0, s0), mhi = min(r.m1, s0 + seglen);
         if (mlo >= mhi) continue;
-        const float acc = march3(vol, r, first, sh, st, mlo, mhi, 0.0f);
-        atomicAdd(sino + ((u64)q.view * (u64)p.nu + (u64)q.iu) * (u64)p.nv + (u64)q.iv, __fmul_rn(acc, r.w));
+        const float acc = march3(v, r, first, sh, st, mlo, mhi, 0.0f);
+        atomicAdd(out + ((u64)q.view * (u64)p.nu + (u64)q.iu) * (u64)p.nv + (u64)q.iv, __fmul_rn(acc, r.w));
     }
 }
 
@@ -405,7 +414,14 @@ __device__ __forceinline__ void forward3_chunkseg(const float* __restrict__ vol,
 extern "C" __global__ void __launch_bounds__(256, 5)
 joseph_forward3_chunkseg_f32(const float* __restrict__ vol, float* __restrict__ sino, const double* __restrict__ views,
                              RayParams p, int count, int seglen) {
-    forward3_chunkseg(vol, sino, views, p, count, seglen);
+    forward3_chunkseg<false>(vol, sino, views, p, count, seglen, 1);
+}
+
+// The same over `batch` entries (the sinograms zeroed first).
+extern "C" __global__ void __launch_bounds__(256, 5)
+joseph_forward3_chunkseg_batch_f32(const float* __restrict__ vol, float* __restrict__ sino,
+                                   const double* __restrict__ views, RayParams p, int count, int seglen, int batch) {
+    forward3_chunkseg<true>(vol, sino, views, p, count, seglen, batch);
 }
 
 // 2D forward with SEG threads per ray (adjacent lanes), each marching a contiguous share of the
@@ -883,10 +899,12 @@ extern "C" __global__ void joseph_backward3_seg_warp_f32(const float* __restrict
 // voxels, tilted axes, a partial last chunk) take warp_merge_scatter, the path of
 // joseph_backward3_seg_warp_f32. `vol` must be zeroed first. stats (harness only, may be null):
 // [0] += warp-planes of the lean path, [1] += of the other path.
-template <int STEP>
-__device__ __forceinline__ void backward3_profile(const float* __restrict__ sino, float* __restrict__ vol,
+// BATCH: `batch` entries one after the other, as forward3_chunkseg<true> (an entry's thread
+// count is a multiple of 32, so a warp never spans two entries).
+template <int STEP, bool BATCH>
+__device__ __forceinline__ void backward3_profile(const float* __restrict__ sino, float* __restrict__ vol_all,
                                                   const double* __restrict__ views, const RayParams& p, int count,
-                                                  int seglen, unsigned long long* __restrict__ stats) {
+                                                  int seglen, unsigned long long* __restrict__ stats, int batch) {
     __shared__ __align__(16) float profiles[8][STEP * 64];
     const unsigned full = 0xffffffffu;
     const int lane = (int)(threadIdx.x & 31);
@@ -899,9 +917,16 @@ __device__ __forceinline__ void backward3_profile(const float* __restrict__ sino
     const int nmax = max(sh[0], max(sh[1], sh[2]));
     const int nseg = (nmax + seglen - 1) / seglen;
     const u64 total = (u64)((p.nv + 31) / 32) * (u64)nseg * (u64)count * (u64)p.nu * 32u;
-    const bool aligned = (reinterpret_cast<u64>(vol) & 15u) == 0u && (sh[2] & 3) == 0;
+    // Entries are voxels apart, a multiple of 4 when sh[2] is: all aligned alike.
+    const bool aligned = (reinterpret_cast<u64>(vol_all) & 15u) == 0u && (sh[2] & 3) == 0;
     unsigned long long n_lean = 0, n_other = 0;
-    for (u64 g = blockIdx.x * (u64)blockDim.x + threadIdx.x; g - (u64)lane < total; g += (u64)gridDim.x * blockDim.x) {
+    const u64 all = BATCH ? total * (u64)batch : total;
+    for (u64 gg = blockIdx.x * (u64)blockDim.x + threadIdx.x; gg - (u64)lane < all; gg += (u64)gridDim.x * blockDim.x) {
+        // The warp's entry (warp-uniform) and this thread's index within it.
+        const u64 entry = BATCH ? (gg - (u64)lane) / total : 0;
+        const u64 g = BATCH ? gg - entry * total : gg;
+        float* vol = BATCH ? vol_all + entry * (u64)sh[0] * (u64)sh[1] * (u64)sh[2] : vol_all;
+        const float* data = BATCH ? sino + entry * (u64)p.nviews * (u64)p.nu * (u64)p.nv : sino;
         Ray r;
         r.a = -1; r.b = 0; r.c = 0; r.fb0 = 0.0f; r.sb = 0.0f; r.fc0 = 0.0f; r.sc = 0.0f; r.w = 0.0f; r.m0 = 0; r.m1 = 0;
         int mlo = 0x7fffffff, mhi = -0x7fffffff;  // empty range for an idle lane
@@ -910,7 +935,7 @@ __device__ __forceinline__ void backward3_profile(const float* __restrict__ sino
         const bool live = g < total && chunk_ray(p, count, nseg, g, q);
         if (live) {
             {
-                const float y = sino[((u64)q.view * (u64)p.nu + (u64)q.iu) * (u64)p.nv + (u64)q.iv];
+                const float y = data[((u64)q.view * (u64)p.nu + (u64)q.iu) * (u64)p.nv + (u64)q.iv];
                 // Set up every ray (also where y = 0: the lean test needs each lane's track).
                 const bool hit = setup_ray(p, views, q.view, q.iu, q.iv, r);
                 if (hit && y != 0.0f) {
@@ -1043,14 +1068,21 @@ __device__ __forceinline__ void backward3_profile(const float* __restrict__ sino
 extern "C" __global__ void __launch_bounds__(256)
 joseph_backward3_profile_f32(const float* __restrict__ sino, float* __restrict__ vol, const double* __restrict__ views,
                              RayParams p, int count, int seglen) {
-    backward3_profile<4>(sino, vol, views, p, count, seglen, nullptr);
+    backward3_profile<4, false>(sino, vol, views, p, count, seglen, nullptr, 1);
+}
+
+// The same over `batch` entries (the volumes zeroed first).
+extern "C" __global__ void __launch_bounds__(256)
+joseph_backward3_profile_batch_f32(const float* __restrict__ sino, float* __restrict__ vol,
+                                   const double* __restrict__ views, RayParams p, int count, int seglen, int batch) {
+    backward3_profile<4, true>(sino, vol, views, p, count, seglen, nullptr, batch);
 }
 
 // Harness only: one plane per step (cone_512: 236 ms; two per step 225 ms; four 224 ms).
 extern "C" __global__ void __launch_bounds__(256)
 joseph_backward3_profile1_f32(const float* __restrict__ sino, float* __restrict__ vol, const double* __restrict__ views,
                               RayParams p, int count, int seglen) {
-    backward3_profile<1>(sino, vol, views, p, count, seglen, nullptr);
+    backward3_profile<1, false>(sino, vol, views, p, count, seglen, nullptr, 1);
 }
 
 // Harness only: the same, counting the warp-planes of each path into stats[0..2].
@@ -1058,7 +1090,7 @@ extern "C" __global__ void __launch_bounds__(256)
 joseph_backward3_profile_count_f32(const float* __restrict__ sino, float* __restrict__ vol,
                                    const double* __restrict__ views, RayParams p, int count, int seglen,
                                    unsigned long long* __restrict__ stats) {
-    backward3_profile<4>(sino, vol, views, p, count, seglen, stats);
+    backward3_profile<4, false>(sino, vol, views, p, count, seglen, stats, 1);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -364,12 +364,34 @@ fn batched_form_checks_its_tensors_and_exists_only_where_it_is_one_launch() {
         "output without batch axis"
     );
     assert!(b.apply_batch(&xs, &mut ys, 0).is_err());
-    // 3D geometries go one entry at a time.
-    let s = common::odl_case("cone3d_32");
+    // 3D detectors of fewer than 32 rows (helical_32: 24) go one entry at a time (their
+    // forward is not the chunked kernel).
+    let s = common::odl_case("helical_32");
     let gpu = common::odl_volume_on_gpu(&s);
     let op = RayTransform::new(gpu, s.geometry.build().unwrap(), Backend::cuda(0)).unwrap();
     assert!(op.batched().is_none());
     assert!(op.adjoint().unwrap().batched().is_none());
+}
+
+#[test]
+fn batched_3d_geometries_match_one_entry_at_a_time() {
+    // Detectors of 48 and 40 rows: the chunked kernels with a batch axis.
+    for case in ["cone3d_32", "par3d_32"] {
+        let s = common::odl_case(case);
+        let gpu = common::odl_volume_on_gpu(&s);
+        let ray = RayTransform::new(gpu, s.geometry.build().unwrap(), Backend::cuda(0)).unwrap();
+        let adj = ray.adjoint().unwrap();
+        assert!(ray.batched().is_some() && adj.batched().is_some(), "{case}");
+        for batch in [1, 2, 3] {
+            let seed = SEED + 200 + batch as u64;
+            let ef = batched_matches_entries(&ray, batch, seed);
+            let ea = batched_matches_entries(adj.as_ref(), batch, seed + 1);
+            assert!(
+                ef < 1e-6 && ea < 1e-6,
+                "{case}, batch {batch}: {ef:.1e} {ea:.1e}"
+            );
+        }
+    }
 }
 
 #[test]

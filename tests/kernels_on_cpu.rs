@@ -2,9 +2,9 @@
 //! `tools/kernel-harness/cpu` (every CUDA thread a host thread; the same IEEE arithmetic), so
 //! that their logic is tested on machines without a GPU: on whole volumes the production and
 //! 64-bit kernels agree with the last commit's copy of them (forwards bit for bit), the 2D
-//! lanes transpose with the atomic one, 2D batches in one launch (forward, scattering and
-//! gathering transposes) with one entry at a time, and a transform split into slabs along
-//! axis 0 adds up to the whole transform within 1e-6 (relative L2, forward and transpose) for
+//! lanes transpose with the atomic one, 2D and 3D batches in one launch (forwards, scattering,
+//! gathering and profile transposes) with one entry at a time, and a transform split into
+//! slabs along axis 0 adds up to the whole transform within 1e-6 (relative L2, forward and transpose) for
 //! 2D parallel and fan beams and 3D cone (flat and tilted detectors, the profile transpose's
 //! both paths) and parallel beams. Needs bash and g++ 12 or later.
 

@@ -8,7 +8,8 @@ use crate::{Element, Result, Scalar};
 /// [`interop::apply_to_cuda_memory`](crate::interop::apply_to_cuda_memory) uses it, and applies
 /// the operator entry by entry where there is none.
 ///
-/// The CUDA ray transform of a 2D parallel beam and its adjoint have one.
+/// The CUDA ray transform and its adjoint have one for 2D geometries and for 3D detectors of
+/// at least 32 rows (on whole volumes with 32-bit indices), and so do their scalar multiples.
 pub trait BatchedOperator<T: Scalar>: Send + Sync {
     /// The most entries one call of [`BatchedOperator::apply_batch`] takes (at least 1).
     fn max_batch(&self) -> usize;

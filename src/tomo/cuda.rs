@@ -37,6 +37,9 @@ const CHUNK_ROWS: usize = 32;
 /// `kernels/ray_joseph.cu`).
 const GATHER2_BATCH: usize = 8;
 
+/// The most entries of a 3D batch in one launch of the chunked kernels.
+const BATCH3_MAX: usize = 4096;
+
 /// Bytes per `f32`.
 const F32: usize = std::mem::size_of::<f32>();
 
@@ -255,14 +258,14 @@ impl CudaRay {
     }
 
     /// Launches kernel `name` with `threads` threads (grid-stride, at most 32 blocks per
-    /// multiprocessor) on `(input, output, views, params, count[, extra])`.
+    /// multiprocessor) on `(input, output, views, params, count, extra…)`.
     fn launch(
         &self,
         name: &str,
         threads: usize,
         input: u64,
         output: u64,
-        extra: Option<i32>,
+        extra: &[i32],
     ) -> Result<()> {
         self.launch_with(name, self.ctx.launch_cfg(threads), input, output, extra)
     }
@@ -275,7 +278,7 @@ impl CudaRay {
         threads: usize,
         input: u64,
         output: u64,
-        extra: Option<i32>,
+        extra: &[i32],
     ) -> Result<()> {
         self.launch_with(
             name,
@@ -292,7 +295,7 @@ impl CudaRay {
         cfg: LaunchConfig,
         input: u64,
         output: u64,
-        extra: Option<i32>,
+        extra: &[i32],
     ) -> Result<()> {
         let f = self.ctx.function(&RAY, name)?;
         let stream = self.ctx.stream();
@@ -303,11 +306,11 @@ impl CudaRay {
             .arg(&self.views)
             .arg(&self.params)
             .arg(&count);
-        if let Some(extra) = extra.as_ref() {
-            b.arg(extra);
+        for e in extra {
+            b.arg(e);
         }
         // SAFETY: the kernel's signature is (const float*, float*, const double*, RayParams, int)
-        // followed by one more int for the kernels that take `extra` (the pointers are passed
+        // followed by the ints `extra` for the kernels that take them (the pointers are passed
         // as their 64-bit device addresses); the buffers hold the volume and the data of this
         // geometry (checked by the caller).
         unsafe { b.launch(cfg) }.map_err(driver_err(name))?;
@@ -446,7 +449,7 @@ impl CudaRay {
                 if self.forward2_smem(vol, sino, 1)? {
                     return Ok(());
                 }
-                self.launch("joseph_forward2_seg4_f32", 4 * rays, vol, sino, None)
+                self.launch("joseph_forward2_seg4_f32", 4 * rays, vol, sino, &[])
             }
             (3, true) if self.params.nv as usize >= CHUNK_ROWS => {
                 if !accumulate {
@@ -454,10 +457,10 @@ impl CudaRay {
                 }
                 let threads = self.chunked_rays() * self.segments(FORWARD_SEGMENT_PLANES);
                 let name = "joseph_forward3_chunkseg_f32";
-                self.launch_ordered(name, threads, vol, sino, Some(FORWARD_SEGMENT_PLANES))
+                self.launch_ordered(name, threads, vol, sino, &[FORWARD_SEGMENT_PLANES])
             }
-            (3, true) => self.launch("joseph_forward3_i32_f32", rays, vol, sino, None),
-            _ => self.launch("joseph_forward_f32", rays, vol, sino, None),
+            (3, true) => self.launch("joseph_forward3_i32_f32", rays, vol, sino, &[]),
+            _ => self.launch("joseph_forward_f32", rays, vol, sino, &[]),
         }
     }
 
@@ -541,18 +544,27 @@ impl CudaRay {
             (3, true) => {
                 let threads = self.chunked_rays() * self.segments(SEGMENT_PLANES);
                 let name = "joseph_backward3_profile_f32";
-                self.launch_ordered(name, threads, sino, vol, Some(SEGMENT_PLANES))
+                self.launch_ordered(name, threads, sino, vol, &[SEGMENT_PLANES])
             }
-            _ => self.launch("joseph_backward_atomic_f32", rays, sino, vol, None),
+            _ => self.launch("joseph_backward_atomic_f32", rays, sino, vol, &[]),
         }
     }
 
     /// The most entries [`Self::forward_batch`] and [`Self::transpose_batch`] take in one
-    /// launch sequence: 1 unless the geometry is 2D with 32-bit indices, a whole volume (then
-    /// limited by the launch grids of the batched forward).
+    /// launch sequence: 1 unless the volume is whole with 32-bit indices and the geometry 2D
+    /// (then limited by the launch grids of the batched forward) or 3D with at least
+    /// [`CHUNK_ROWS`] detector rows (the chunked kernels' batch axis: [`BATCH3_MAX`]).
     pub(crate) fn max_batch(&self) -> usize {
-        if self.params.ndim != 2 || !self.fits_i32() || self.params.lo0 != 0 {
+        if !self.fits_i32() || self.params.lo0 != 0 {
             return 1;
+        }
+        if self.params.ndim == 3 {
+            // The chunked kernels take a batch axis (grid-stride over the entries' threads).
+            return if self.params.nv as usize >= CHUNK_ROWS {
+                BATCH3_MAX
+            } else {
+                1
+            };
         }
         let p = &self.params;
         let n_max = p.shape[0].max(p.shape[1]).max(1) as u64;
@@ -567,7 +579,8 @@ impl CudaRay {
     }
 
     /// `sino[b] = A vol[b]` for `batch` entries stored one after the other in `vol` and `sino`,
-    /// in one launch (2D geometries, `batch ≤` [`Self::max_batch`]); otherwise only
+    /// in one launch (2D geometries, and 3D ones with at least [`CHUNK_ROWS`] detector rows;
+    /// `batch ≤` [`Self::max_batch`]); otherwise only
     /// `batch == 1`, as [`Self::forward`].
     pub(crate) fn forward_batch(
         &self,
@@ -584,6 +597,14 @@ impl CudaRay {
         let (s, _s) = sino.slice_mut().device_ptr_mut(stream);
         // The tensors hold `batch` volumes and data of this geometry (checked above) and stay
         // borrowed while the kernel is queued on the device's stream.
+        if self.params.ndim == 3 {
+            // max_batch > 1: the chunked forward (nv ≥ CHUNK_ROWS), entries one after the other.
+            self.zero(s, self.rays() * batch, "clearing the sinograms")?;
+            let threads = self.chunked_rays() * self.segments(FORWARD_SEGMENT_PLANES) * batch;
+            let name = "joseph_forward3_chunkseg_batch_f32";
+            let entries = batch as i32; // ≤ BATCH3_MAX (check_batch)
+            return self.launch_ordered(name, threads, v, s, &[FORWARD_SEGMENT_PLANES, entries]);
+        }
         if self.forward2_smem(v, s, batch)? {
             return Ok(());
         }
@@ -593,7 +614,8 @@ impl CudaRay {
     }
 
     /// `vol[b] = Aᵀ sino[b]` for `batch` entries stored one after the other, in one launch
-    /// sequence (2D geometries, `batch ≤` [`Self::max_batch`]); otherwise only
+    /// sequence (2D geometries, and 3D ones with at least [`CHUNK_ROWS`] detector rows through
+    /// `joseph_backward3_profile_batch_f32`; `batch ≤` [`Self::max_batch`]); otherwise only
     /// `batch == 1`, as [`Self::transpose`]. Other 2D geometries than parallel beams (fan
     /// beams) scatter every entry's rays in one launch (`joseph_backward_atomic_batch_f32`).
     /// A 2D parallel-beam batch goes through
@@ -619,10 +641,17 @@ impl CudaRay {
         if let Some(g) = &self.tables2 {
             return self.transpose2(s, v, g, batch);
         }
-        // Other 2D geometries (fan beams): one thread per ray and entry, scattering into the
-        // zeroed volumes.
         let voxels = self.params.shape.iter().product::<i64>() as usize;
         self.zero(v, voxels * batch, "clearing the volumes")?;
+        if self.params.ndim == 3 {
+            // max_batch > 1: the profile transpose (nv ≥ CHUNK_ROWS), entries one after the other.
+            let threads = self.chunked_rays() * self.segments(SEGMENT_PLANES) * batch;
+            let name = "joseph_backward3_profile_batch_f32";
+            let entries = batch as i32; // ≤ BATCH3_MAX (check_batch)
+            return self.launch_ordered(name, threads, s, v, &[SEGMENT_PLANES, entries]);
+        }
+        // Other 2D geometries (fan beams): one thread per ray and entry, scattering into the
+        // zeroed volumes.
         let name = "joseph_backward_atomic_batch_f32";
         let f = self.ctx.function(&RAY, name)?;
         let count = self.params.nviews;

@@ -319,12 +319,12 @@ __global__ void __launch_bounds__(256) forward3_lean(const float* __restrict__ v
 template <int MINB>
 __global__ void __launch_bounds__(256, MINB) fwd_lb(const float* __restrict__ vol, float* __restrict__ sino,
                                                     const double* __restrict__ views, RayParams p, int count, int seglen) {
-    forward3_chunkseg(vol, sino, views, p, count, seglen);
+    forward3_chunkseg<false>(vol, sino, views, p, count, seglen, 1);
 }
 template <int MINB>
 __global__ void __launch_bounds__(256, MINB) adj_lb(const float* __restrict__ sino, float* __restrict__ vol,
                                                     const double* __restrict__ views, RayParams p, int count, int seglen) {
-    backward3_profile<4>(sino, vol, views, p, count, seglen, nullptr);
+    backward3_profile<4, false>(sino, vol, views, p, count, seglen, nullptr, 1);
 }
 
 static int g_sms = 132;

@@ -130,6 +130,26 @@ int main() {
             cur::transpose(pc, g.views.data(), y.data(), vc.data(), which);
             ref::transpose(pr, g.views.data(), y.data(), vr.data(), rw);
             const Diff wf = diff(sc, sr), wa = diff(vc, vr);
+            if (g.ndim == 3 && g.nv >= 32 && which == cur::Fwd::Production) {
+                // A batch of 2 through the batched chunked forward and profile transpose, against
+                // one entry at a time.
+                const int batch = 2;
+                const std::vector<float> xs = randv(nvox * batch, 19), ys = randv(nsino * batch, 23);
+                std::vector<float> fb(nsino * batch), fe(nsino * batch), tb(nvox * batch), te(nvox * batch);
+                cur::forward3_batch(pc, g.views.data(), xs.data(), fb.data(), batch);
+                cur::transpose3_batch(pc, g.views.data(), ys.data(), tb.data(), batch);
+                for (int e = 0; e < batch; ++e) {
+                    std::vector<float> xe(xs.begin() + e * nvox, xs.begin() + (e + 1) * nvox), se(nsino), ve(nvox);
+                    cur::forward(pc, g.views.data(), xe.data(), se.data(), which);
+                    cur::transpose(pc, g.views.data(), ys.data() + e * nsino, ve.data(), which);
+                    std::copy(se.begin(), se.end(), fe.begin() + e * nsino);
+                    std::copy(ve.begin(), ve.end(), te.begin() + e * nvox);
+                }
+                const Diff bf = diff(fb, fe), bt = diff(tb, te);
+                printf("  batch %d in one launch vs one entry at a time: forward %.1e, profile transpose %.1e\n", batch,
+                       bf.l2, bt.l2);
+                if (bf.l2 > 1e-6 || bt.l2 > 1e-6) ok = false;
+            }
             if (g.ndim == 3 && which == cur::Fwd::Production) {
                 // Which paths of the profile transpose ran (warp-planes), on the whole and on a slab.
                 for (auto [a, b] : {std::pair<int, int>{0, n0}, std::pair<int, int>{n0 / 4, n0 / 2 + 1}}) {
