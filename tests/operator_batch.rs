@@ -1,8 +1,16 @@
-//! Batched forms of operators ([`rodl::BatchedOperator`]): which operators offer one. (Their
-//! results are tested on a GPU, where the CUDA ray transform has one: `tests/cuda_ray_transform.rs`.)
+//! Batched forms of operators ([`rodl::BatchedOperator`]): which operators offer one, and the
+//! batched forms of compositions, sums and scalar multiples of operators that have one (with a
+//! batched operator of the test's own on the CPU; the CUDA ray transform's are tested on a GPU:
+//! `tests/cuda_ray_transform.rs`).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use rodl::tomo::{parallel_beam_geometry, Backend, RayTransform};
-use rodl::{uniform_discr, Gradient, LinearOperator, LinearOperatorExt, Operator};
+use rodl::{
+    rn, uniform_discr, BatchedOperator, Element, Error, Gradient, LinOp, LinearOperator,
+    LinearOperatorExt, Operator, Result, Space,
+};
 
 #[test]
 fn host_operators_have_no_batched_form() {
@@ -13,4 +21,171 @@ fn host_operators_have_no_batched_form() {
     assert!(ray.adjoint().unwrap().batched().is_none());
     assert!(ray.scaled(2.0).unwrap().batched().is_none());
     assert!(Gradient::new(space).unwrap().batched().is_none());
+}
+
+/// x ↦ k·x with a batched form of at most `max` entries that counts its passes.
+struct Scale {
+    space: Space<f64>,
+    k: f64,
+    max: usize,
+    passes: Arc<AtomicUsize>,
+}
+
+impl Scale {
+    fn shared(space: &Space<f64>, k: f64, max: usize, passes: &Arc<AtomicUsize>) -> LinOp<f64> {
+        Arc::new(Scale {
+            space: space.clone(),
+            k,
+            max,
+            passes: passes.clone(),
+        })
+    }
+}
+
+fn scale_into(k: f64, x: &Element<f64>, out: &mut Element<f64>) -> Result<()> {
+    let x = x.as_slice()?;
+    let out = out.as_slice_mut()?;
+    if x.len() != out.len() {
+        return Err(Error::invalid("scale: sizes differ"));
+    }
+    out.iter_mut().zip(x).for_each(|(o, v)| *o = k * v);
+    Ok(())
+}
+
+impl Operator<f64> for Scale {
+    fn domain(&self) -> &Space<f64> {
+        &self.space
+    }
+    fn range(&self) -> &Space<f64> {
+        &self.space
+    }
+    fn evaluate(&self, x: &Element<f64>, out: &mut Element<f64>) -> Result<()> {
+        scale_into(self.k, x, out)
+    }
+    fn is_linear(&self) -> bool {
+        true
+    }
+    fn batched(&self) -> Option<&dyn BatchedOperator<f64>> {
+        Some(self)
+    }
+    fn name(&self) -> String {
+        format!("scale({})", self.k)
+    }
+}
+
+impl BatchedOperator<f64> for Scale {
+    fn max_batch(&self) -> usize {
+        self.max
+    }
+    fn apply_batch(&self, x: &Element<f64>, out: &mut Element<f64>, batch: usize) -> Result<()> {
+        if batch == 0 || batch > self.max {
+            return Err(Error::invalid("scale: batch size"));
+        }
+        let n = self.space.size() * batch;
+        if x.as_slice()?.len() != n || out.as_slice()?.len() != n {
+            return Err(Error::invalid("scale: batch shapes"));
+        }
+        self.passes.fetch_add(1, Ordering::SeqCst);
+        scale_into(self.k, x, out)
+    }
+}
+
+impl LinearOperator<f64> for Scale {
+    fn adjoint(&self) -> Result<LinOp<f64>> {
+        Ok(Scale::shared(&self.space, self.k, self.max, &self.passes))
+    }
+}
+
+/// `batch` entries of shape `shape`: entry b, value i is b + i / 10.
+fn batch_of(batch: usize, shape: &[usize]) -> Element<f64> {
+    let mut full = vec![batch];
+    full.extend_from_slice(shape);
+    let n: usize = full.iter().product();
+    let per: usize = shape.iter().product();
+    let values = (0..n)
+        .map(|i| (i / per) as f64 + (i % per) as f64 / 10.0)
+        .collect();
+    rn::<f64>(&full).unwrap().element_from_vec(values).unwrap()
+}
+
+#[test]
+fn compositions_sums_and_multiples_of_batched_operators_are_batched() {
+    let space = rn::<f64>(&[3, 4]).unwrap();
+    let passes = Arc::new(AtomicUsize::new(0));
+    let a = Scale::shared(&space, 2.0, 8, &passes);
+    let b = Scale::shared(&space, -3.0, 5, &passes);
+    let cases: Vec<(&str, LinOp<f64>, f64, usize)> = vec![
+        ("a ∘ b", a.compose(&b).unwrap(), -6.0, 2),
+        ("a + b", a.plus(&b).unwrap(), -1.0, 2),
+        ("a - b", a.minus(&b).unwrap(), 5.0, 2),
+        (
+            "0.5 · (a ∘ b)",
+            a.compose(&b).unwrap().scaled(0.5).unwrap(),
+            -3.0,
+            2,
+        ),
+        (
+            "(a ∘ b)*",
+            a.compose(&b).unwrap().adjoint().unwrap(),
+            -6.0,
+            2,
+        ),
+        (
+            "(a + b) ∘ a",
+            a.plus(&b).unwrap().compose(&a).unwrap(),
+            -2.0,
+            3,
+        ),
+    ];
+    for (name, op, k, passes_per_call) in cases {
+        let form = op
+            .batched()
+            .unwrap_or_else(|| panic!("{name}: no batched form"));
+        assert_eq!(
+            form.max_batch(),
+            5,
+            "{name}: the smaller of the factors' limits"
+        );
+        for batch in [1, 3, 5] {
+            let x = batch_of(batch, &[3, 4]);
+            let mut out = batch_of(batch, &[3, 4]);
+            let before = passes.load(Ordering::SeqCst);
+            form.apply_batch(&x, &mut out, batch).unwrap();
+            assert_eq!(
+                passes.load(Ordering::SeqCst) - before,
+                passes_per_call,
+                "{name}: one pass per factor"
+            );
+            for (o, v) in out.as_slice().unwrap().iter().zip(x.as_slice().unwrap()) {
+                assert!(
+                    (o - k * v).abs() <= 1e-12 * (1.0 + v.abs()),
+                    "{name}: {o} vs {}",
+                    k * v
+                );
+            }
+        }
+        // Batches above the limit or of no entries are errors.
+        let x = batch_of(6, &[3, 4]);
+        let mut out = batch_of(6, &[3, 4]);
+        assert!(form.apply_batch(&x, &mut out, 6).is_err(), "{name}");
+        assert!(form.apply_batch(&x, &mut out, 0).is_err(), "{name}");
+    }
+}
+
+#[test]
+fn a_factor_without_a_batched_form_leaves_the_combination_without_one() {
+    let space = uniform_discr::<f64>(&[-1.0, -1.0], &[1.0, 1.0], &[4, 5]).unwrap();
+    let passes = Arc::new(AtomicUsize::new(0));
+    let a = Scale::shared(&space, 2.0, 8, &passes);
+    let g: LinOp<f64> = Arc::new(Gradient::new(space.clone()).unwrap());
+    let d = g.adjoint().unwrap();
+    assert!(a
+        .compose(&d.compose(&g).unwrap())
+        .unwrap()
+        .batched()
+        .is_none());
+    let id: LinOp<f64> = Arc::new(rodl::IdentityOperator::new(space));
+    assert!(a.plus(&id).unwrap().batched().is_none());
+    // The gradient and its adjoint have none, so neither has their composition.
+    assert!(d.compose(&g).unwrap().batched().is_none());
 }

@@ -14,6 +14,7 @@ use super::{
     check_same_space, BatchedOperator, LinOp, LinearOperator, NormCache, Op, Operator,
     OperatorKind, Scratch,
 };
+use crate::storage::Storage;
 use crate::{Element, Error, Result, Scalar, Space};
 
 /// Errors unless the factor of a scalar multiple is finite.
@@ -70,8 +71,57 @@ impl<T: Scalar, P: ?Sized + OperatorKind<T>> Operator<T> for Composition<T, P> {
     fn is_linear(&self) -> bool {
         self.left.kind_is_linear() && self.right.kind_is_linear()
     }
+    fn batched(&self) -> Option<&dyn BatchedOperator<T>> {
+        // Both factors batched, through a tensor space: the batch passes through a batched
+        // intermediate.
+        let both = self.left.batched().is_some() && self.right.batched().is_some();
+        (both && !self.right.range().is_product()).then_some(self as &dyn BatchedOperator<T>)
+    }
     fn name(&self) -> String {
         format!("({} ∘ {})", self.left.name(), self.right.name())
+    }
+}
+
+/// A zeroed element of `batch` entries of the tensor space `space` (shape `[batch, …]`), on
+/// its device: the intermediate of a batched composition or sum.
+fn batch_of<T: Scalar>(space: &Space<T>, batch: usize) -> Result<Element<T>> {
+    let mut shape = vec![batch];
+    shape.extend_from_slice(space.shape()?);
+    Ok(Element::tensor(Storage::full(
+        space.device(),
+        &shape,
+        T::zero(),
+    )?))
+}
+
+/// The batched forms of two operators, or the error of a form that is missing.
+fn both_batched<'a, T: Scalar, P: ?Sized + OperatorKind<T>>(
+    a: &'a P,
+    b: &'a P,
+) -> Result<(&'a dyn BatchedOperator<T>, &'a dyn BatchedOperator<T>)> {
+    let form = |p: &'a P| {
+        p.batched()
+            .ok_or_else(|| Error::Unsupported(format!("{} has no batched form", p.name())))
+    };
+    Ok((form(a)?, form(b)?))
+}
+
+impl<T: Scalar, P: ?Sized + OperatorKind<T>> BatchedOperator<T> for Composition<T, P> {
+    fn max_batch(&self) -> usize {
+        both_batched(&*self.left, &*self.right).map_or(1, |(l, r)| l.max_batch().min(r.max_batch()))
+    }
+    fn apply_batch(&self, x: &Element<T>, out: &mut Element<T>, batch: usize) -> Result<()> {
+        let (l, r) = both_batched(&*self.left, &*self.right)?;
+        if batch == 0 || batch > self.max_batch() {
+            return Err(Error::invalid(format!(
+                "{}: a batch of {batch} (1 to {} in one pass)",
+                self.name(),
+                self.max_batch()
+            )));
+        }
+        let mut t = batch_of(self.right.range(), batch)?;
+        r.apply_batch(x, &mut t, batch)?;
+        l.apply_batch(&t, out, batch)
     }
 }
 
@@ -138,9 +188,37 @@ impl<T: Scalar, P: ?Sized + OperatorKind<T>> Operator<T> for OperatorSum<T, P> {
     fn is_linear(&self) -> bool {
         self.a.kind_is_linear() && self.b.kind_is_linear()
     }
+    fn batched(&self) -> Option<&dyn BatchedOperator<T>> {
+        let both = self.a.batched().is_some() && self.b.batched().is_some();
+        (both && !self.range().is_product()).then_some(self as &dyn BatchedOperator<T>)
+    }
     fn name(&self) -> String {
         let op = if self.sign > T::zero() { "+" } else { "-" };
         format!("({} {op} {})", self.a.name(), self.b.name())
+    }
+}
+
+impl<T: Scalar, P: ?Sized + OperatorKind<T>> BatchedOperator<T> for OperatorSum<T, P> {
+    fn max_batch(&self) -> usize {
+        both_batched(&*self.a, &*self.b).map_or(1, |(a, b)| a.max_batch().min(b.max_batch()))
+    }
+    fn apply_batch(&self, x: &Element<T>, out: &mut Element<T>, batch: usize) -> Result<()> {
+        let (a, b) = both_batched(&*self.a, &*self.b)?;
+        if batch == 0 || batch > self.max_batch() {
+            return Err(Error::invalid(format!(
+                "{}: a batch of {batch} (1 to {} in one pass)",
+                self.name(),
+                self.max_batch()
+            )));
+        }
+        a.apply_batch(x, out, batch)?;
+        let mut t = batch_of(self.range(), batch)?;
+        b.apply_batch(x, &mut t, batch)?;
+        out.storage_mut("operator sum: the batch")?.axpby(
+            self.sign,
+            t.storage("operator sum: the batch")?,
+            T::one(),
+        )
     }
 }
 
