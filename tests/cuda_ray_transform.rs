@@ -6,9 +6,11 @@
 mod common;
 
 use rodl::tomo::{Backend, Geometry, RayTransform};
+use std::sync::Arc;
+
 use rodl::{
-    check_adjoint, uniform_discr, Device, LinearOperator, LinearOperatorExt, Operator, Space,
-    UniformPartition,
+    check_adjoint, uniform_discr, Device, LinOp, LinearOperator, LinearOperatorExt, Operator,
+    Space, UniformPartition,
 };
 
 /// Seed of the random inputs (fixed, so that a failure replays).
@@ -320,17 +322,20 @@ fn batched_2d_parallel_beam_matches_one_entry_at_a_time() {
             &part(-w / 2.0, w / 2.0, det),
         )
         .unwrap();
-        let ray = RayTransform::new(gpu, g, Backend::cuda(0)).unwrap();
+        let ray: LinOp<f32> = Arc::new(RayTransform::new(gpu, g, Backend::cuda(0)).unwrap());
         let adj = ray.adjoint().unwrap();
         let scaled_adj = adj.scaled(0.25).unwrap();
+        // The normal operator: a composition of two batched forms through a batched sinogram.
+        let normal = adj.compose(&ray).unwrap();
         for batch in [1, 3, 8, 11] {
             let seed = SEED + (10 * k + batch) as u64;
-            let ef = batched_matches_entries(&ray, batch, seed);
+            let ef = batched_matches_entries(ray.as_ref(), batch, seed);
             let ea = batched_matches_entries(adj.as_ref(), batch, seed + 1);
             let es = batched_matches_entries(scaled_adj.as_ref(), batch, seed + 2);
+            let en = batched_matches_entries(normal.as_ref(), batch, seed + 3);
             assert!(
-                ef < 1e-6 && ea < 1e-6 && es < 1e-6,
-                "{n0}x{n1}, {views} views x {det}, batch {batch}: {ef:.1e} {ea:.1e} {es:.1e}"
+                ef < 1e-6 && ea < 1e-6 && es < 1e-6 && en < 1e-6,
+                "{n0}x{n1}, {views} views x {det}, batch {batch}: {ef:.1e} {ea:.1e} {es:.1e} {en:.1e}"
             );
         }
     }
