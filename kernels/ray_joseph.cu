@@ -1197,69 +1197,75 @@ __device__ __forceinline__ void gather2_range(const View2& v, int m, float lo_f,
 // H200, parallel2d_512: 0.40 ms at split 8 against 0.55 ms for the shared-atomic tile kernel it
 // replaces (tools/kernel-harness/par2d_adjoint.cu).
 #define LANE2 32
-extern "C" __global__ void __launch_bounds__(256)
-joseph_backward2_lanes_f32(const float* __restrict__ cw, float* __restrict__ vol, const Ray2* __restrict__ rays,
-                           const View2* __restrict__ info, RayParams p, int split) {
-    __shared__ float acc[8][LANE2][LANE2 + 1];
-    const int n0 = (int)p.shape[0], n1 = (int)p.shape[1], nu = p.nu;
-    const int tiles1 = (n1 + LANE2 - 1) / LANE2;
-    const int r0 = (int)(blockIdx.x / (unsigned)tiles1) * LANE2, c0 = (int)(blockIdx.x % (unsigned)tiles1) * LANE2;
-    const int r1 = min(r0 + LANE2, n0), c1 = min(c0 + LANE2, n1);
-    const u64 entry = blockIdx.z;
-    cw += entry * (u64)p.nviews * (u64)nu;
-    vol += entry * (u64)n0 * (u64)n1;
-    float* flat = &acc[0][0][0];
-    for (int k = threadIdx.x; k < 8 * LANE2 * (LANE2 + 1); k += blockDim.x) flat[k] = 0.0f;
-    __syncthreads();
-    const int lane = (int)(threadIdx.x & 31), warp = (int)(threadIdx.x >> 5);
-    float* mine = &acc[warp][0][0];
-    const int vb = (int)(((long long)p.nviews * blockIdx.y) / split);
-    const int ve = (int)(((long long)p.nviews * (blockIdx.y + 1)) / split);
-    for (int view = vb + warp; view < ve; view += 8) {
-        const View2 v = info[view];
-        if (v.a < 0) continue;
-        const int ma = v.a == 0 ? r0 : c0, mb = v.a == 0 ? r1 : c1;
-        const int ja = v.a == 0 ? c0 : r0, jb = v.a == 0 ? c1 : r1;
-        const int sm = v.a == 0 ? LANE2 + 1 : 1, sj = v.a == 0 ? 1 : LANE2 + 1;
-        // The rays whose f can lie in [ja - 1, jb) at the tile's first or last plane (f is affine
-        // in m, so those two bound every plane between).
-        int u0, u1, w0, w1;
-        gather2_range(v, ma, (float)ja - 1.0f, (float)jb, nu, &u0, &u1);
-        gather2_range(v, mb - 1, (float)ja - 1.0f, (float)jb, nu, &w0, &w1);
-        u0 = min(u0, w0);
-        u1 = max(u1, w1);
-        const int m = ma + lane;
-        const bool active = m < mb;
-        const float mf = (float)m;
-        const int at = lane * sm, nj = jb - ja;
-        const Ray2* row = rays + (u64)view * (u64)nu;
-        const float* crow = cw + (u64)view * (u64)nu;
-        for (int ub = u0; ub <= u1; ub += 32) {
-            const int uu = ub + lane;
-            Ray2 e;
-            e.fb0 = 0.0f;
-            e.planes = 0;
-            float c = 0.0f;
-            if (uu <= u1) {
-                e = row[uu];
-                c = __ldg(crow + uu);
-            }
-            const int cnt = min(32, u1 - ub + 1);
-            for (int q = 0; q < cnt; ++q) {
-                const float fb0 = __shfl_sync(0xffffffffu, e.fb0, q);
-                const int pl = __shfl_sync(0xffffffffu, e.planes, q);
-                const float cq = __shfl_sync(0xffffffffu, c, q);
-                if (!active || m < (pl & 0xffff) || m >= (pl >> 16)) continue;
-                const float f = __fadd_rn(fb0, __fmul_rn(mf, v.sb));
-                const int ib = __float2int_rz(__fadd_rn(f, 4.0f)) - 4;
-                const float t = __fsub_rn(f, (float)ib);
-                const int k = ib - ja;
-                if (k >= 0 && k < nj) mine[at + k * sj] = __fadd_rn(mine[at + k * sj], __fmul_rn(cq, __fsub_rn(1.0f, t)));
-                if (k + 1 >= 0 && k + 1 < nj)
-                    mine[at + (k + 1) * sj] = __fadd_rn(mine[at + (k + 1) * sj], __fmul_rn(cq, t));
-            }
+
+// A view of joseph_backward2_lanes_f32 as a warp sees it for its tile: the planes [ma, mb) and
+// cells [ja, jb) of the tile along the view's axes, the strides of a plane and a cell in the
+// warp's copy of the tile, and the rays [u0, u1] whose f can lie in [ja - 1, jb) at the tile's
+// first or last plane (f is affine in m, so those two bound every plane between; u0 > u1: none).
+struct Lanes2View {
+    int ma, mb, ja, jb, sm, sj, u0, u1;
+};
+
+__device__ __forceinline__ Lanes2View lanes2_view(const View2& v, int r0, int r1, int c0, int c1, int nu) {
+    Lanes2View w;
+    w.ma = v.a == 0 ? r0 : c0;
+    w.mb = v.a == 0 ? r1 : c1;
+    w.ja = v.a == 0 ? c0 : r0;
+    w.jb = v.a == 0 ? c1 : r1;
+    w.sm = v.a == 0 ? LANE2 + 1 : 1;
+    w.sj = v.a == 0 ? 1 : LANE2 + 1;
+    int w0, w1;
+    gather2_range(v, w.ma, (float)w.ja - 1.0f, (float)w.jb, nu, &w.u0, &w.u1);
+    gather2_range(v, w.mb - 1, (float)w.ja - 1.0f, (float)w.jb, nu, &w0, &w1);
+    w.u0 = min(w.u0, w0);
+    w.u1 = max(w.u1, w1);
+    return w;
+}
+
+// Adds ray (fb0, plane range pl, c = w*y) into this lane's plane m of the tile copy `mine`
+// (`at`: the plane's offset): the forward's taps floor(f), floor(f) + 1 of f = fb0 + m*sb with
+// the products c*(1-t), c*t, for the taps among the tile's nj cells from ja.
+__device__ __forceinline__ void lanes2_add(float* mine, const Lanes2View& w, int at, int m, float mf, float sb,
+                                           float fb0, int pl, float cq) {
+    if (m < (pl & 0xffff) || m >= (pl >> 16)) return;
+    const float f = __fadd_rn(fb0, __fmul_rn(mf, sb));
+    const int ib = __float2int_rz(__fadd_rn(f, 4.0f)) - 4;
+    const float t = __fsub_rn(f, (float)ib);
+    const int k = ib - w.ja, nj = w.jb - w.ja;
+    if (k >= 0 && k < nj) mine[at + k * w.sj] = __fadd_rn(mine[at + k * w.sj], __fmul_rn(cq, __fsub_rn(1.0f, t)));
+    if (k + 1 >= 0 && k + 1 < nj) mine[at + (k + 1) * w.sj] = __fadd_rn(mine[at + (k + 1) * w.sj], __fmul_rn(cq, t));
+}
+
+// The warp's rays [w.u0, w.u1] of one view, 32 at a time (a load per lane, then shuffles): each
+// active lane adds every one into its plane m. All 32 lanes call it together.
+__device__ __forceinline__ void lanes2_broadcast(float* mine, const Lanes2View& w, const Ray2* __restrict__ row,
+                                                 const float* __restrict__ crow, int lane, bool active, int at,
+                                                 int m, float sb) {
+    const float mf = (float)m;
+    for (int ub = w.u0; ub <= w.u1; ub += 32) {
+        const int uu = ub + lane;
+        Ray2 e;
+        e.fb0 = 0.0f;
+        e.planes = 0;
+        float c = 0.0f;
+        if (uu <= w.u1) {
+            e = row[uu];
+            c = __ldg(crow + uu);
+        }
+        const int cnt = min(32, w.u1 - ub + 1);
+        for (int q = 0; q < cnt; ++q) {
+            const float fb0 = __shfl_sync(0xffffffffu, e.fb0, q);
+            const int pl = __shfl_sync(0xffffffffu, e.planes, q);
+            const float cq = __shfl_sync(0xffffffffu, c, q);
+            if (active) lanes2_add(mine, w, at, m, mf, sb, fb0, pl, cq);
         }
     }
+}
+
+// The 8 warps' copies of the tile [r0, r1) x [c0, c1) summed per pixel in a fixed order and
+// stored (split == 1) or added into the zeroed volume of n1 columns.
+__device__ __forceinline__ void lanes2_store(float (*acc)[LANE2][LANE2 + 1], int r0, int r1, int c0, int c1,
+                                             int n1, float* __restrict__ vol, int split) {
     __syncthreads();
     for (int k = threadIdx.x; k < LANE2 * LANE2; k += blockDim.x) {
         const int i0 = r0 + k / LANE2, i1 = c0 + k % LANE2;
@@ -1271,6 +1277,56 @@ joseph_backward2_lanes_f32(const float* __restrict__ cw, float* __restrict__ vol
         if (split == 1) *dst = s;
         else atomicAdd(dst, s);
     }
+}
+
+// A block's tile of joseph_backward2_lanes_f32 (blockIdx.x: the tile, blockIdx.y: the view share,
+// blockIdx.z: the batch entry): the pixels [r0, r1) x [c0, c1), the views [vb, ve), this thread's
+// lane and warp, and the entry's data and volume. Zeroes the block's 8 tile copies `acc` first.
+struct Lanes2Tile {
+    int r0, r1, c0, c1, n1, vb, ve, lane, warp;
+    const float* cw;
+    float* vol;
+};
+
+__device__ __forceinline__ Lanes2Tile lanes2_tile(const RayParams& p, int split, float (*acc)[LANE2][LANE2 + 1],
+                                                  const float* cw, float* vol) {
+    Lanes2Tile t;
+    const int n0 = (int)p.shape[0];
+    t.n1 = (int)p.shape[1];
+    const int tiles1 = (t.n1 + LANE2 - 1) / LANE2;
+    t.r0 = (int)(blockIdx.x / (unsigned)tiles1) * LANE2;
+    t.c0 = (int)(blockIdx.x % (unsigned)tiles1) * LANE2;
+    t.r1 = min(t.r0 + LANE2, n0);
+    t.c1 = min(t.c0 + LANE2, t.n1);
+    const u64 entry = blockIdx.z;
+    t.cw = cw + entry * (u64)p.nviews * (u64)p.nu;
+    t.vol = vol + entry * (u64)n0 * (u64)t.n1;
+    float* flat = &acc[0][0][0];
+    for (int k = threadIdx.x; k < 8 * LANE2 * (LANE2 + 1); k += blockDim.x) flat[k] = 0.0f;
+    __syncthreads();
+    t.lane = (int)(threadIdx.x & 31);
+    t.warp = (int)(threadIdx.x >> 5);
+    t.vb = (int)(((long long)p.nviews * blockIdx.y) / split);
+    t.ve = (int)(((long long)p.nviews * (blockIdx.y + 1)) / split);
+    return t;
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+joseph_backward2_lanes_f32(const float* __restrict__ cw, float* __restrict__ vol, const Ray2* __restrict__ rays,
+                           const View2* __restrict__ info, RayParams p, int split) {
+    __shared__ float acc[8][LANE2][LANE2 + 1];
+    const Lanes2Tile t = lanes2_tile(p, split, acc, cw, vol);
+    float* mine = &acc[t.warp][0][0];
+    const int nu = p.nu;
+    for (int view = t.vb + t.warp; view < t.ve; view += 8) {
+        const View2 v = info[view];
+        if (v.a < 0) continue;
+        const Lanes2View w = lanes2_view(v, t.r0, t.r1, t.c0, t.c1, nu);
+        const int m = w.ma + t.lane;
+        lanes2_broadcast(mine, w, rays + (u64)view * (u64)nu, t.cw + (u64)view * (u64)nu, t.lane, m < w.mb,
+                         t.lane * w.sm, m, v.sb);
+    }
+    lanes2_store(acc, t.r0, t.r1, t.c0, t.c1, t.n1, t.vol, split);
 }
 
 // vol[b] = the transpose of `batch` (1 to GATHER2_BATCH) 2D parallel beams, a pixel per thread:

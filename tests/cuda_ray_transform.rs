@@ -378,41 +378,33 @@ fn batched_form_checks_its_tensors_and_exists_only_where_it_is_one_launch() {
     assert!(op.adjoint().unwrap().batched().is_none());
 }
 
-#[test]
-fn batched_3d_geometries_match_one_entry_at_a_time() {
-    // Detectors of 48 and 40 rows: the chunked kernels with a batch axis.
-    for case in ["cone3d_32", "par3d_32"] {
-        let s = common::odl_case(case);
-        let gpu = common::odl_volume_on_gpu(&s);
-        let ray = RayTransform::new(gpu, s.geometry.build().unwrap(), Backend::cuda(0)).unwrap();
-        let adj = ray.adjoint().unwrap();
-        assert!(ray.batched().is_some() && adj.batched().is_some(), "{case}");
-        for batch in [1, 2, 3] {
-            let seed = SEED + 200 + batch as u64;
-            let ef = batched_matches_entries(&ray, batch, seed);
-            let ea = batched_matches_entries(adj.as_ref(), batch, seed + 1);
-            assert!(
-                ef < 1e-6 && ea < 1e-6,
-                "{case}, batch {batch}: {ef:.1e} {ea:.1e}"
-            );
-        }
+/// The ODL case `case`'s ray transform and its adjoint through their batched forms against one
+/// entry at a time, for each of `batches` (relative L2 within 1e-6).
+fn batched_case_matches_entries(case: &str, batches: &[usize], seed: u64) {
+    let s = common::odl_case(case);
+    let gpu = common::odl_volume_on_gpu(&s);
+    let ray = RayTransform::new(gpu, s.geometry.build().unwrap(), Backend::cuda(0)).unwrap();
+    let adj = ray.adjoint().unwrap();
+    assert!(ray.batched().is_some() && adj.batched().is_some(), "{case}");
+    for &batch in batches {
+        let ef = batched_matches_entries(&ray, batch, seed + 2 * batch as u64);
+        let ea = batched_matches_entries(adj.as_ref(), batch, seed + 2 * batch as u64 + 1);
+        assert!(
+            ef < 1e-6 && ea < 1e-6,
+            "{case}, batch {batch}: {ef:.1e} {ea:.1e}"
+        );
     }
 }
 
 #[test]
 fn batched_2d_fan_beam_matches_one_entry_at_a_time() {
-    let s = common::odl_case("fan2d_64");
-    let gpu = common::odl_volume_on_gpu(&s);
-    let ray = RayTransform::new(gpu, s.geometry.build().unwrap(), Backend::cuda(0)).unwrap();
-    let adj = ray.adjoint().unwrap();
-    assert!(ray.batched().is_some() && adj.batched().is_some());
-    for batch in [1, 3, 8] {
-        let seed = SEED + 100 + batch as u64;
-        let ef = batched_matches_entries(&ray, batch, seed);
-        let ea = batched_matches_entries(adj.as_ref(), batch, seed + 1);
-        assert!(
-            ef < 1e-6 && ea < 1e-6,
-            "fan beam, batch {batch}: {ef:.1e} {ea:.1e}"
-        );
+    batched_case_matches_entries("fan2d_64", &[1, 3, 8], SEED + 100);
+}
+
+#[test]
+fn batched_3d_geometries_match_one_entry_at_a_time() {
+    // Detectors of 48 and 40 rows: the chunked kernels with a batch axis.
+    for case in ["cone3d_32", "par3d_32"] {
+        batched_case_matches_entries(case, &[1, 2, 3], SEED + 200);
     }
 }

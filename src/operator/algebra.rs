@@ -94,6 +94,16 @@ fn batch_of<T: Scalar>(space: &Space<T>, batch: usize) -> Result<Element<T>> {
     )?))
 }
 
+/// Errors unless `batch` is 1 to `max` entries (`name`: the operator's).
+fn check_batch_size(name: &str, batch: usize, max: usize) -> Result<()> {
+    if batch == 0 || batch > max {
+        return Err(Error::invalid(format!(
+            "{name}: a batch of {batch} (1 to {max} in one pass)"
+        )));
+    }
+    Ok(())
+}
+
 /// The batched forms of two operators, or the error of a form that is missing.
 fn both_batched<'a, T: Scalar, P: ?Sized + OperatorKind<T>>(
     a: &'a P,
@@ -112,13 +122,7 @@ impl<T: Scalar, P: ?Sized + OperatorKind<T>> BatchedOperator<T> for Composition<
     }
     fn apply_batch(&self, x: &Element<T>, out: &mut Element<T>, batch: usize) -> Result<()> {
         let (l, r) = both_batched(&*self.left, &*self.right)?;
-        if batch == 0 || batch > self.max_batch() {
-            return Err(Error::invalid(format!(
-                "{}: a batch of {batch} (1 to {} in one pass)",
-                self.name(),
-                self.max_batch()
-            )));
-        }
+        check_batch_size(&self.name(), batch, self.max_batch())?;
         let mut t = batch_of(self.right.range(), batch)?;
         r.apply_batch(x, &mut t, batch)?;
         l.apply_batch(&t, out, batch)
@@ -204,13 +208,7 @@ impl<T: Scalar, P: ?Sized + OperatorKind<T>> BatchedOperator<T> for OperatorSum<
     }
     fn apply_batch(&self, x: &Element<T>, out: &mut Element<T>, batch: usize) -> Result<()> {
         let (a, b) = both_batched(&*self.a, &*self.b)?;
-        if batch == 0 || batch > self.max_batch() {
-            return Err(Error::invalid(format!(
-                "{}: a batch of {batch} (1 to {} in one pass)",
-                self.name(),
-                self.max_batch()
-            )));
-        }
+        check_batch_size(&self.name(), batch, self.max_batch())?;
         a.apply_batch(x, out, batch)?;
         let mut t = batch_of(self.range(), batch)?;
         b.apply_batch(x, &mut t, batch)?;

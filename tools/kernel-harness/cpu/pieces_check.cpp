@@ -96,6 +96,29 @@ static Geo par3d(std::vector<int> n, int views, int nu, int nv) {
     return g;
 }
 
+// A batch of `batch` entries through the batched forward `fwd` and transpose `adj` against one
+// entry at a time through the production kernels; prints both differences, true when they are
+// within 1e-6.
+template <class F, class B>
+static bool batch_matches_entries(const cur::RayParams& p, const Geo& g, int batch, F fwd, B adj, const char* what) {
+    const size_t nvox = (size_t)(p.shape[0] * p.shape[1] * p.shape[2]), nsino = cur::rays_of(p);
+    const std::vector<float> xs = randv(nvox * batch, 13 + batch), ys = randv(nsino * batch, 17 + batch);
+    std::vector<float> fb(nsino * batch), fe(nsino * batch), tb(nvox * batch), te(nvox * batch);
+    fwd(p, g.views.data(), xs.data(), fb.data(), batch);
+    adj(p, g.views.data(), ys.data(), tb.data(), batch);
+    for (int e = 0; e < batch; ++e) {
+        std::vector<float> xe(xs.begin() + e * nvox, xs.begin() + (e + 1) * nvox), se(nsino), ve(nvox);
+        cur::forward(p, g.views.data(), xe.data(), se.data(), cur::Fwd::Production);
+        cur::transpose(p, g.views.data(), ys.data() + e * nsino, ve.data(), cur::Fwd::Production);
+        std::copy(se.begin(), se.end(), fe.begin() + e * nsino);
+        std::copy(ve.begin(), ve.end(), te.begin() + e * nvox);
+    }
+    const Diff bf = diff(fb, fe), bt = diff(tb, te);
+    printf("  batch %d in one launch vs one entry at a time: forward %.1e, %s transpose %.1e\n", batch, bf.l2, what,
+           bt.l2);
+    return bf.l2 <= 1e-6 && bt.l2 <= 1e-6;
+}
+
 int main() {
     std::vector<Geo> cases = {
         par2d(40, 36, 24, 50, 3.0),
@@ -131,24 +154,8 @@ int main() {
             ref::transpose(pr, g.views.data(), y.data(), vr.data(), rw);
             const Diff wf = diff(sc, sr), wa = diff(vc, vr);
             if (g.ndim == 3 && g.nv >= 32 && which == cur::Fwd::Production) {
-                // A batch of 2 through the batched chunked forward and profile transpose, against
-                // one entry at a time.
-                const int batch = 2;
-                const std::vector<float> xs = randv(nvox * batch, 19), ys = randv(nsino * batch, 23);
-                std::vector<float> fb(nsino * batch), fe(nsino * batch), tb(nvox * batch), te(nvox * batch);
-                cur::forward3_batch(pc, g.views.data(), xs.data(), fb.data(), batch);
-                cur::transpose3_batch(pc, g.views.data(), ys.data(), tb.data(), batch);
-                for (int e = 0; e < batch; ++e) {
-                    std::vector<float> xe(xs.begin() + e * nvox, xs.begin() + (e + 1) * nvox), se(nsino), ve(nvox);
-                    cur::forward(pc, g.views.data(), xe.data(), se.data(), which);
-                    cur::transpose(pc, g.views.data(), ys.data() + e * nsino, ve.data(), which);
-                    std::copy(se.begin(), se.end(), fe.begin() + e * nsino);
-                    std::copy(ve.begin(), ve.end(), te.begin() + e * nvox);
-                }
-                const Diff bf = diff(fb, fe), bt = diff(tb, te);
-                printf("  batch %d in one launch vs one entry at a time: forward %.1e, profile transpose %.1e\n", batch,
-                       bf.l2, bt.l2);
-                if (bf.l2 > 1e-6 || bt.l2 > 1e-6) ok = false;
+                // The batched chunked forward and profile transpose.
+                ok = batch_matches_entries(pc, g, 2, cur::forward3_batch, cur::transpose3_batch, "profile") && ok;
             }
             if (g.ndim == 3 && which == cur::Fwd::Production) {
                 // Which paths of the profile transpose ran (warp-planes), on the whole and on a slab.
@@ -169,24 +176,8 @@ int main() {
                    wn, wf.l2, wf.max, wa.l2, wa.max, std::fabs(dot_ax_y - dot_x_aty) / std::fabs(dot_ax_y));
             if (wf.max > 1e-6 || wa.l2 > 1e-6) ok = false;
             if (g.ndim == 2 && which == cur::Fwd::Production) {
-                // A batch of 3 through the batched forward and scattering transpose (fan beams'
-                // batched path), against one entry at a time.
-                const int batch = 3;
-                const std::vector<float> xs = randv(nvox * batch, 13), ys = randv(nsino * batch, 17);
-                std::vector<float> fb(nsino * batch), fe(nsino * batch), tb(nvox * batch), te(nvox * batch);
-                cur::forward2_batch(pc, g.views.data(), xs.data(), fb.data(), batch);
-                cur::transpose_atomic_batch(pc, g.views.data(), ys.data(), tb.data(), batch);
-                for (int e = 0; e < batch; ++e) {
-                    std::vector<float> xe(xs.begin() + e * nvox, xs.begin() + (e + 1) * nvox), se(nsino), ve(nvox);
-                    cur::forward(pc, g.views.data(), xe.data(), se.data(), which);
-                    cur::transpose(pc, g.views.data(), ys.data() + e * nsino, ve.data(), which);
-                    std::copy(se.begin(), se.end(), fe.begin() + e * nsino);
-                    std::copy(ve.begin(), ve.end(), te.begin() + e * nvox);
-                }
-                const Diff bf = diff(fb, fe), bt = diff(tb, te);
-                printf("  batch %d in one launch vs one entry at a time: forward %.1e, scattering transpose %.1e\n", batch,
-                       bf.l2, bt.l2);
-                if (bf.l2 > 1e-6 || bt.l2 > 1e-6) ok = false;
+                // The batched forward and scattering transpose (fan beams' batched path).
+                ok = batch_matches_entries(pc, g, 3, cur::forward2_batch, cur::transpose_atomic_batch, "scattering") && ok;
             }
             if (g.ndim == 2 && g.parallel && which == cur::Fwd::Production) {
                 std::vector<float> vl(nvox), vlr(nvox);
