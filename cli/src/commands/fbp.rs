@@ -72,17 +72,8 @@ pub fn run(args: &FbpArgs) -> Result<(), Failure> {
         }?;
         out.outputs.commit()?;
         if args.verbose {
-            crate::term::note(&format!(
-                "rodl: FBP ({}, frequency scaling {}) {:?} -> {} {:?} on {} {} in {:.1} ms",
-                options.filter,
-                options.frequency_scaling,
-                setup.data_shape(),
-                args.output.display(),
-                setup.volume_shape(),
-                compute.device,
-                summary.describe(),
-                summary.seconds * 1e3
-            ));
+            let how = format!("{} {}", compute.device, summary.describe());
+            note_done(&options, &setup, args, &how, summary.seconds);
         }
         return Ok(());
     }
@@ -94,18 +85,24 @@ pub fn run(args: &FbpArgs) -> Result<(), Failure> {
         AnyArray::F64(y) => reconstruct(&setup, &compute, &options, y, out, args),
     }?;
     if args.verbose {
-        crate::term::note(&format!(
-            "rodl: FBP ({}, frequency scaling {}) {:?} -> {} {:?} on {} in {:.1} ms",
-            options.filter,
-            options.frequency_scaling,
-            setup.data_shape(),
-            args.output.display(),
-            setup.volume_shape(),
-            compute.device,
-            start.elapsed().as_secs_f64() * 1e3
-        ));
+        let how = compute.device.to_string();
+        note_done(&options, &setup, args, &how, start.elapsed().as_secs_f64());
     }
     Ok(())
+}
+
+/// The `--verbose` line of a finished FBP: filter, shapes, `how` it ran (the device, and the
+/// pieces out of core) and the time.
+fn note_done(options: &FbpOptions, setup: &Setup, args: &FbpArgs, how: &str, seconds: f64) {
+    crate::term::note(&format!(
+        "rodl: FBP ({}, frequency scaling {}) {:?} -> {} {:?} on {how} in {:.1} ms",
+        options.filter,
+        options.frequency_scaling,
+        setup.data_shape(),
+        args.output.display(),
+        setup.volume_shape(),
+        seconds * 1e3
+    ));
 }
 
 /// Builds `fbp_op` in precision `T`, applies it to `y` and writes the results.

@@ -79,23 +79,13 @@ pub fn run(
         }?;
         outputs.commit()?;
         if args.verbose {
-            crate::term::note(&format!(
-                "rodl: {} {} {:?} -> {} {:?} {} in {:.1} ms{}",
-                match direction {
-                    Direction::Forward => "projected",
-                    Direction::Adjoint => "back-projected",
-                },
-                dtype.name(),
-                expected,
-                args.output.display(),
-                produced,
-                summary.describe(),
-                summary.seconds * 1e3,
-                match noise {
-                    Some((n, seed)) => format!(", {n} (seed {seed})"),
-                    None => String::new(),
-                }
-            ));
+            let how = format!(" {}", summary.describe());
+            let done = Done {
+                direction,
+                dtype,
+                noise,
+            };
+            done.note(&expected, args, &produced, &how, summary.seconds);
         }
         return Ok(());
     }
@@ -110,24 +100,51 @@ pub fn run(
     outputs.write(slot, |w| write_npy(w, &output))?;
     outputs.commit()?;
     if args.verbose {
+        let done = Done {
+            direction,
+            dtype,
+            noise,
+        };
+        done.note(&expected, args, output.shape(), "", elapsed.as_secs_f64());
+    }
+    Ok(())
+}
+
+/// What a finished `project` or `backproject` did, for its `--verbose` line.
+struct Done {
+    direction: Direction,
+    dtype: Dtype,
+    noise: Option<(Noise, u64)>,
+}
+
+impl Done {
+    /// The `--verbose` line: direction, precision, shapes, `how` it ran (the pieces out of core,
+    /// with a leading space, or nothing), the time and the noise.
+    fn note(
+        &self,
+        input: &[usize],
+        args: &TransformArgs,
+        output: &[usize],
+        how: &str,
+        seconds: f64,
+    ) {
         crate::term::note(&format!(
-            "rodl: {} {} {:?} -> {} {:?} in {:.1} ms{}",
-            match direction {
+            "rodl: {} {} {:?} -> {} {:?}{how} in {:.1} ms{}",
+            match self.direction {
                 Direction::Forward => "projected",
                 Direction::Adjoint => "back-projected",
             },
-            dtype.name(),
-            expected,
+            self.dtype.name(),
+            input,
             args.output.display(),
-            output.shape(),
-            elapsed.as_secs_f64() * 1e3,
-            match noise {
+            output,
+            seconds * 1e3,
+            match self.noise {
                 Some((n, seed)) => format!(", {n} (seed {seed})"),
                 None => String::new(),
             }
         ));
     }
-    Ok(())
 }
 
 /// Builds the ray transform in precision `T` and applies it (or its adjoint) to `input`, then
