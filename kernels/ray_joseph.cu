@@ -1189,13 +1189,25 @@ __device__ __forceinline__ void gather2_range(const View2& v, int m, float lo_f,
 // tile of LANE2 x LANE2 pixels (blockIdx.x), blockIdx.y is a share of the views when split > 1 and
 // blockIdx.z the batch entry. Each warp takes views warp, warp + 8, … of the share and keeps its own
 // copy of the tile in shared memory. For a view, lane l owns the tile's plane ma + l (a row when
-// the dominant axis is 0, a column when it is 1): the rays that can reach the tile are loaded 32
-// at a time, one per lane, and broadcast by shuffles, and each lane adds the ray's products
-// c*(1-t), c*t into its own plane's cells. No two threads add into one cell at once: plain
-// shared-memory adds, no atomics. The 8 copies are then summed per pixel in a fixed order and
-// stored (split == 1: every pixel written once, no zeroing) or added into the zeroed volume.
-// H200, parallel2d_512: 0.40 ms at split 8 against 0.55 ms for the shared-atomic tile kernel it
-// replaces (tools/kernel-harness/par2d_adjoint.cu).
+// the dominant axis is 0, a column when it is 1) and adds the products c*(1-t), c*t of the rays that
+// reach it into its own plane's cells: no two threads add into one cell at once, plain
+// shared-memory adds, no atomics. The warp stages the rays that can reach the tile (fb0, plane
+// range, c = w*y formed here from the sinogram and the weights) in shared memory, and lane l steps
+// through its own plane's range of them (the rays whose f at its plane can lie in [ja - 1, jb)):
+// at each step the lanes sit at about the same cell k of their planes, so their adds fall into
+// distinct banks (the copy's pitch is 33 words), and the warp makes as many steps as its longest
+// range. A view whose rays to stage exceed LANES_STAGE (detector cells much finer than the pixels)
+// takes the broadcast loop instead (lanes2_broadcast: the rays 32 at a time, by shuffles, every
+// lane taking every one). The 8 copies are then summed per pixel in a fixed order and stored
+// (split == 1: every pixel written once, no zeroing) or added into the zeroed volume.
+// H200 (tools/kernel-harness/par2d_adjoint.cu), parallel2d_512 at split 8: 0.324 ms (0.327 ms with a
+// separate weighting kernel before it), against 0.407 ms for the broadcast loop alone
+// (lanes2_broadcast on every view: up to 32-way bank conflicts at views with sb near -1, a third to
+// a half of the steps idle near 45 degrees) and 0.55 ms for the shared-atomic tile kernel before
+// that. Tried and slower: carrying each ray's second product in a register into the next ray's
+// first tap (one shared-memory add per ray instead of two; learned primal-dual operator 0.087
+// against 0.078 ms), and loading the next view's rays into registers during the current view's
+// adds (0.338 ms).
 #define LANE2 32
 
 // A view of joseph_backward2_lanes_f32 as a warp sees it for its tile: the planes [ma, mb) and
@@ -1237,10 +1249,16 @@ __device__ __forceinline__ void lanes2_add(float* mine, const Lanes2View& w, int
 }
 
 // The warp's rays [w.u0, w.u1] of one view, 32 at a time (a load per lane, then shuffles): each
-// active lane adds every one into its plane m. All 32 lanes call it together.
+// active lane adds every one into its plane m. All 32 lanes call it together. The products
+// c = w*y are formed from the view's sinogram row srow and weights wrow.
+// c = w*y of ray u of a view's rows (srow: the sinogram's, wrow: the weights').
+__device__ __forceinline__ float lanes2_c(const float* __restrict__ srow, const float* __restrict__ wrow, int u) {
+    return __fmul_rn(__ldg(wrow + u), __ldg(srow + u));
+}
+
 __device__ __forceinline__ void lanes2_broadcast(float* mine, const Lanes2View& w, const Ray2* __restrict__ row,
-                                                 const float* __restrict__ crow, int lane, bool active, int at,
-                                                 int m, float sb) {
+                                                 const float* __restrict__ srow, const float* __restrict__ wrow,
+                                                 int lane, bool active, int at, int m, float sb) {
     const float mf = (float)m;
     for (int ub = w.u0; ub <= w.u1; ub += 32) {
         const int uu = ub + lane;
@@ -1250,7 +1268,7 @@ __device__ __forceinline__ void lanes2_broadcast(float* mine, const Lanes2View& 
         float c = 0.0f;
         if (uu <= w.u1) {
             e = row[uu];
-            c = __ldg(crow + uu);
+            c = lanes2_c(srow, wrow, uu);
         }
         const int cnt = min(32, w.u1 - ub + 1);
         for (int q = 0; q < cnt; ++q) {
@@ -1284,12 +1302,12 @@ __device__ __forceinline__ void lanes2_store(float (*acc)[LANE2][LANE2 + 1], int
 // lane and warp, and the entry's data and volume. Zeroes the block's 8 tile copies `acc` first.
 struct Lanes2Tile {
     int r0, r1, c0, c1, n1, vb, ve, lane, warp;
-    const float* cw;
+    const float* data;
     float* vol;
 };
 
 __device__ __forceinline__ Lanes2Tile lanes2_tile(const RayParams& p, int split, float (*acc)[LANE2][LANE2 + 1],
-                                                  const float* cw, float* vol) {
+                                                  const float* data, float* vol) {
     Lanes2Tile t;
     const int n0 = (int)p.shape[0];
     t.n1 = (int)p.shape[1];
@@ -1299,7 +1317,7 @@ __device__ __forceinline__ Lanes2Tile lanes2_tile(const RayParams& p, int split,
     t.r1 = min(t.r0 + LANE2, n0);
     t.c1 = min(t.c0 + LANE2, t.n1);
     const u64 entry = blockIdx.z;
-    t.cw = cw + entry * (u64)p.nviews * (u64)p.nu;
+    t.data = data + entry * (u64)p.nviews * (u64)p.nu;
     t.vol = vol + entry * (u64)n0 * (u64)t.n1;
     float* flat = &acc[0][0][0];
     for (int k = threadIdx.x; k < 8 * LANE2 * (LANE2 + 1); k += blockDim.x) flat[k] = 0.0f;
@@ -1311,20 +1329,59 @@ __device__ __forceinline__ Lanes2Tile lanes2_tile(const RayParams& p, int split,
     return t;
 }
 
+#define LANES_STAGE 128
 extern "C" __global__ void __launch_bounds__(256)
-joseph_backward2_lanes_f32(const float* __restrict__ cw, float* __restrict__ vol, const Ray2* __restrict__ rays,
-                           const View2* __restrict__ info, RayParams p, int split) {
+joseph_backward2_lanes_f32(const float* __restrict__ sino, const float* __restrict__ weights, float* __restrict__ vol,
+                           const Ray2* __restrict__ rays, const View2* __restrict__ info, RayParams p, int split) {
     __shared__ float acc[8][LANE2][LANE2 + 1];
-    const Lanes2Tile t = lanes2_tile(p, split, acc, cw, vol);
+    __shared__ float st_fb0[8][LANES_STAGE];
+    __shared__ int st_pl[8][LANES_STAGE];
+    __shared__ float st_c[8][LANES_STAGE];
+    const Lanes2Tile t = lanes2_tile(p, split, acc, sino, vol);
+    const int nu = p.nu, lane = t.lane;
     float* mine = &acc[t.warp][0][0];
-    const int nu = p.nu;
+    float* sf = st_fb0[t.warp];
+    int* sp = st_pl[t.warp];
+    float* sc = st_c[t.warp];
     for (int view = t.vb + t.warp; view < t.ve; view += 8) {
         const View2 v = info[view];
         if (v.a < 0) continue;
         const Lanes2View w = lanes2_view(v, t.r0, t.r1, t.c0, t.c1, nu);
-        const int m = w.ma + t.lane;
-        lanes2_broadcast(mine, w, rays + (u64)view * (u64)nu, t.cw + (u64)view * (u64)nu, t.lane, m < w.mb,
-                         t.lane * w.sm, m, v.sb);
+        if (w.u0 > w.u1) continue;  // warp-uniform
+        const int m = w.ma + lane;
+        const bool active = m < w.mb;
+        const int at = lane * w.sm;
+        const Ray2* row = rays + (u64)view * (u64)nu;
+        const float* srow = t.data + (u64)view * (u64)nu;
+        const float* wrow = weights + (u64)view * (u64)nu;
+        const int n = w.u1 - w.u0 + 1;
+        if (n > LANES_STAGE) {
+            lanes2_broadcast(mine, w, row, srow, wrow, lane, active, at, m, v.sb);
+            continue;
+        }
+        for (int i = lane; i < n; i += 32) {
+            const Ray2 e = row[w.u0 + i];
+            sf[i] = e.fb0;
+            sp[i] = e.planes;
+            sc[i] = lanes2_c(srow, wrow, w.u0 + i);
+        }
+        // This lane's rays: those whose f at its plane can lie in [ja - 1, jb), within the union.
+        int ua = 1, ub = 0;
+        if (active) {
+            gather2_range(v, m, (float)w.ja - 1.0f, (float)w.jb, nu, &ua, &ub);
+            ua = max(ua, w.u0);
+            ub = min(ub, w.u1);
+        }
+        int steps = max(0, ub - ua + 1);
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) steps = max(steps, __shfl_xor_sync(0xffffffffu, steps, o));
+        __syncwarp();
+        const float mf = (float)m;
+        for (int q = 0; q < steps; ++q) {
+            const int i = ua + q - w.u0;
+            if (ua + q <= ub) lanes2_add(mine, w, at, m, mf, v.sb, sf[i], sp[i], sc[i]);
+        }
+        __syncwarp();  // the staging is reused by the next view
     }
     lanes2_store(acc, t.r0, t.r1, t.c0, t.c1, t.n1, t.vol, split);
 }

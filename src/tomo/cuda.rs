@@ -494,16 +494,16 @@ impl CudaRay {
     /// atomic adds into the zeroed volume, or gathered per tile of pixels.
     ///
     /// Kernels (`kernels/ray_joseph.cu`):
-    /// - 2D parallel beams, 32-bit indices: `joseph_weigh2_f32` forms `c = w · y` per ray, then
-    ///   `joseph_backward2_lanes_f32`: blocks of 256 threads own tiles of 32 × 32 pixels, each
-    ///   warp a copy of the tile in shared memory and a share of the views; for a view, lane `l`
-    ///   owns the tile's `l`-th plane and adds into it the products `c · weight` (the forward's
-    ///   taps and weights) of the rays that can reach the tile (their set-up tabled once at
-    ///   construction by `joseph_setup2_f32`, broadcast by shuffles): no atomics. The copies
-    ///   are summed per pixel and stored, or added into the zeroed volume where the views are
-    ///   split over blocks to fill the GPU. See [`Self::transpose_batch`] for batches. H200,
-    ///   kernel harness: parallel2d_512 0.40 ms (0.55 ms for the shared-atomic tile kernel it
-    ///   replaced, 1.69 ms for the scattering kernel).
+    /// - 2D parallel beams, 32-bit indices: `joseph_backward2_lanes_f32`: blocks of 256 threads
+    ///   own tiles of 32 × 32 pixels, each warp a copy of the tile in shared memory and a share
+    ///   of the views; for a view, the warp stages the rays that can reach the tile (their
+    ///   set-up tabled once at construction by `joseph_setup2_f32`) with their products
+    ///   `c = w · y`, and lane `l` owns the tile's `l`-th plane and steps through the rays of that
+    ///   plane, adding `c · weight` (the forward's taps and weights): no atomics. The copies are
+    ///   summed per pixel and stored, or added into the zeroed volume where the views are split
+    ///   over blocks to fill the GPU. See [`Self::transpose_batch`] for batches. H200, kernel
+    ///   harness: parallel2d_512 0.33 ms (0.40 ms for the broadcast-only lanes kernel before it,
+    ///   0.55 ms for the shared-atomic tile kernel, 1.69 ms for the scattering kernel).
     /// - 3D, 32-bit voxel indices: `joseph_backward3_profile_f32`, one thread per (segment of
     ///   [`SEGMENT_PLANES`] planes, ray), in the order of the forward's kernel (the writes of
     ///   the threads in flight land in a slab of one band of the volume, which L2 holds). A warp holds 32 rows of one detector column; where they share their
@@ -692,11 +692,15 @@ impl CudaRay {
         Ok(())
     }
 
-    /// The 2D parallel-beam transpose of `batch` sinograms: `c = w · y` per ray
-    /// (`joseph_weigh2_f32`, the scattering transpose's product), then [`Self::launch_transpose2`].
-    /// `sino` and `vol` are device addresses of `batch` sinograms and volumes of this geometry
-    /// (the callers' checks).
+    /// The 2D parallel-beam transpose of `batch` sinograms. One entry: `joseph_backward2_lanes_f32`
+    /// on the sinogram itself (it forms `c = w · y` as it stages the rays). A batch: `c = w · y`
+    /// per ray (`joseph_weigh2_f32`, the scattering transpose's product), then
+    /// `joseph_backward2_gather_f32` ([`Self::launch_gather2`]). `sino` and `vol` are device
+    /// addresses of `batch` sinograms and volumes of this geometry (the callers' checks).
     fn transpose2(&self, sino: u64, vol: u64, g: &Tables2, batch: usize) -> Result<()> {
+        if batch == 1 {
+            return self.launch_lanes2(sino, vol, g);
+        }
         let rays = self.params.nviews as usize * self.params.nu as usize;
         let total = rays * batch;
         let (Ok(n), Ok(per)) = (u32::try_from(total), u32::try_from(rays)) else {
@@ -716,79 +720,92 @@ impl CudaRay {
             // checked), `weights` one per ray.
             unsafe { b.launch(self.ctx.launch_cfg(total)) }.map_err(driver_err(weigh))?;
         }
-        self.launch_transpose2(&cw, vol, g, batch)
+        self.launch_gather2(&cw, vol, g, batch)
+    }
+
+    /// The view share of the 2D transposes: where `blocks` blocks would not fill the GPU (16
+    /// per multiprocessor, two waves of eight), the views are split over up to `most` blocks per
+    /// tile (at least 8 views each), whose sums are added into the zeroed volume.
+    fn split2(&self, blocks: u64, most: u64) -> u64 {
+        let want = 16 * u64::from(self.ctx.sm_count());
+        let nviews = self.params.nviews as u64;
+        want.div_ceil(blocks.max(1))
+            .clamp(1, most.min((nviews / 8).max(1)))
+    }
+
+    /// The 2D transpose of one sinogram at `sino` into the volume at `vol` through
+    /// `joseph_backward2_lanes_f32`: blocks of 256 threads own 32 × 32 pixels, lanes the tile's
+    /// planes, no atomics; each lane steps through the rays of its own plane from a staged copy
+    /// of the view's rays and products `c = w · y`. The views are split up to 8 ways
+    /// ([`Self::split2`]). H200 (`tools/kernel-harness/par2d_adjoint.cu`): see the kernel's
+    /// notes in `kernels/ray_joseph.cu`.
+    fn launch_lanes2(&self, sino: u64, vol: u64, g: &Tables2) -> Result<()> {
+        let (n0, n1) = (self.params.shape[0] as u64, self.params.shape[1] as u64);
+        if n0 == 0 || n1 == 0 {
+            return Ok(());
+        }
+        let name = "joseph_backward2_lanes_f32";
+        let f = self.ctx.function(&RAY, name)?;
+        let tiles = n0.div_ceil(32) * n1.div_ceil(32);
+        let split = self.split2(tiles, 8);
+        let Ok(gx) = u32::try_from(tiles) else {
+            return Err(Error::Unsupported(format!(
+                "{name}: {tiles} tiles exceed the launch grid"
+            )));
+        };
+        if split > 1 {
+            self.zero(vol, (n0 * n1) as usize, "clearing the volume")?;
+        }
+        let split_arg = split as i32;
+        let cfg = LaunchConfig {
+            grid_dim: (gx, split as u32, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let stream = self.ctx.stream();
+        let mut b = stream.launch_builder(&f);
+        b.arg(&sino)
+            .arg(&g.weights)
+            .arg(&vol)
+            .arg(&g.rays)
+            .arg(&g.info)
+            .arg(&self.params)
+            .arg(&split_arg);
+        // SAFETY: the signature is (const float* sino, const float* weights, float* vol, const
+        // Ray2*, const View2*, RayParams, int split); `sino` holds one value per ray of this
+        // geometry and `vol` one volume (checked by the callers), the tables (and `weights`,
+        // one per ray) were built for it by `setup_tables2`; 32-bit pixel indices (fits_i32)
+        // and planes below 32768; blocks of 256 threads (the launch bounds), one per tile of
+        // 32 × 32 pixels and view share, batch entry 0.
+        unsafe { b.launch(cfg) }.map_err(driver_err(name))?;
+        Ok(())
     }
 
     /// Launches the 2D transposes over `batch` entries of `cw` (rows of `w · y`, one value per
-    /// ray each) into `batch` volumes at `vol`: one entry through `joseph_backward2_lanes_f32`
-    /// (blocks of 256 threads own 32 × 32 pixels, lanes the tile's planes, no atomics), a
-    /// batch through `joseph_backward2_gather_f32` in chunks of [`GATHER2_BATCH`] entries (a
-    /// pixel per thread, the search for its rays paid once for the chunk). Where the blocks
-    /// would not fill the GPU, the views are split over blocks whose sums are added into the
-    /// zeroed volumes. H200 (`tools/kernel-harness/par2d_adjoint.cu`): parallel2d_512 0.40 ms
-    /// at batch 1, the learned primal-dual operator 0.35 ms at batch 8, against 0.55 and 0.82
-    /// ms for the shared-atomic tile kernel they replace.
-    fn launch_transpose2(
+    /// ray each) into `batch` volumes at `vol` through `joseph_backward2_gather_f32` in chunks
+    /// of [`GATHER2_BATCH`] entries (a pixel per thread, the search for its rays paid once for
+    /// the chunk), the views split up to 4 ways ([`Self::split2`]). H200
+    /// (`tools/kernel-harness/par2d_adjoint.cu`): the learned primal-dual operator 0.35 ms at
+    /// batch 8, against 0.82 ms for the shared-atomic tile kernel it replaced.
+    fn launch_gather2(
         &self,
         cw: &CudaSlice<f32>,
         vol: u64,
         g: &Tables2,
         batch: usize,
     ) -> Result<()> {
-        const THREADS: u32 = 256;
         let (n0, n1) = (self.params.shape[0] as u64, self.params.shape[1] as u64);
-        let nviews = self.params.nviews as u64;
         if n0 == 0 || n1 == 0 || batch == 0 {
             return Ok(());
         }
-        // Blocks to fill the GPU: 16 per multiprocessor (two waves of eight).
-        let want = 16 * u64::from(self.ctx.sm_count());
-        let split_for = |blocks: u64, most: u64| -> u64 {
-            want.div_ceil(blocks.max(1))
-                .clamp(1, most.min((nviews / 8).max(1)))
-        };
         let stream = self.ctx.stream();
         let voxels = (n0 * n1) as usize;
         let per = self.params.nviews as usize * self.params.nu as usize;
         let (cw_at, _cw) = cw.device_ptr(stream);
-        if batch == 1 {
-            let name = "joseph_backward2_lanes_f32";
-            let f = self.ctx.function(&RAY, name)?;
-            let tiles = n0.div_ceil(32) * n1.div_ceil(32);
-            let split = split_for(tiles, 8);
-            let Ok(gx) = u32::try_from(tiles) else {
-                return Err(Error::Unsupported(format!(
-                    "{name}: {tiles} tiles exceed the launch grid"
-                )));
-            };
-            if split > 1 {
-                self.zero(vol, voxels, "clearing the volume")?;
-            }
-            let split_arg = split as i32;
-            let cfg = LaunchConfig {
-                grid_dim: (gx, split as u32, 1),
-                block_dim: (THREADS, 1, 1),
-                shared_mem_bytes: 0,
-            };
-            let mut b = stream.launch_builder(&f);
-            b.arg(&cw_at)
-                .arg(&vol)
-                .arg(&g.rays)
-                .arg(&g.info)
-                .arg(&self.params)
-                .arg(&split_arg);
-            // SAFETY: the signature is (const float* cw, float* vol, const Ray2*, const View2*,
-            // RayParams, int split); `cw` holds one value per ray of this geometry and `vol` one
-            // volume (checked by the callers), the tables were built for it by `setup_tables2`;
-            // 32-bit pixel indices (fits_i32) and planes below 32768; blocks of 256 threads (the
-            // launch bounds), one per tile of 32 × 32 pixels and view share, batch entry 0.
-            unsafe { b.launch(cfg) }.map_err(driver_err(name))?;
-            return Ok(());
-        }
         let name = "joseph_backward2_gather_f32";
         let f = self.ctx.function(&RAY, name)?;
         let (gx, gy) = (n1.div_ceil(16), n0.div_ceil(16));
-        let split = split_for(gx * gy, 4);
+        let split = self.split2(gx * gy, 4);
         if split > 1 {
             self.zero(vol, voxels * batch, "clearing the volumes")?;
         }
@@ -800,7 +817,7 @@ impl CudaRay {
         let split_arg = split as i32;
         let cfg = LaunchConfig {
             grid_dim: (gx, gy, split as u32),
-            block_dim: (THREADS, 1, 1),
+            block_dim: (256, 1, 1),
             shared_mem_bytes: 0,
         };
         for first in (0..batch).step_by(GATHER2_BATCH) {

@@ -1,13 +1,15 @@
 // The 2D parallel-beam transposes on parallel2d_512, the learned primal-dual operator and two odd
 // shapes: the production kernels of kernels/ray_joseph.cu (joseph_backward2_lanes_f32 for one
-// entry, joseph_backward2_gather_f32 for batches) and the candidate with a ray range per lane
-// (lanes_ranged.cu) against the shared-atomic tile kernel they replaced (experimental.cu), at batch 1 and 8 and several view splits, each checked against the
+// entry, joseph_backward2_gather_f32 for batches), the variants of lanes_variants.cu (the
+// superseded broadcast-only lanes kernel, a prefetching candidate) and the shared-atomic tile
+// kernel of experimental.cu, at batch 1 and 8 and several view splits, each checked against the
 // atomic scattering transpose (same products, other order of the additions) and timed with CUDA
-// events (median of the repetitions; the weighting kernel and any zeroing included).
+// events (median of the repetitions; the weighting kernel where one is needed and any zeroing
+// included).
 // nvcc -O3 -std=c++17 -fmad=false -arch=sm_90 par2d_adjoint.cu -o par2d_adjoint
 #include "../../kernels/ray_joseph.cu"
 #include "experimental.cu"
-#include "lanes_ranged.cu"
+#include "lanes_variants.cu"
 
 #include <algorithm>
 #include <cmath>
@@ -91,17 +93,15 @@ int main(int argc, char** argv) {
             dim3 grid((s.n1 + 15) / 16, (s.n0 + 15) / 16, split);
             joseph_backward2_gather_f32<<<grid, 256>>>(dc, dvol, dr, di, p, split, batch);
         };
-        auto lanes = [&](int batch, int split) {
-            weigh(batch);
+        // The lanes kernels form c = w*y themselves (no weighting kernel); variant 0 production,
+        // 1 broadcast-only, 2 prefetching.
+        auto lanes = [&](int batch, int split, int variant) {
             if (split > 1) CK(cudaMemsetAsync(dvol, 0, npix * batch * 4));
             const unsigned tiles = (unsigned)(((s.n0 + 31) / 32) * ((s.n1 + 31) / 32));
-            joseph_backward2_lanes_f32<<<dim3(tiles, split, batch), 256>>>(dc, dvol, dr, di, p, split);
-        };
-        auto ranged = [&](int batch, int split) {
-            weigh(batch);
-            if (split > 1) CK(cudaMemsetAsync(dvol, 0, npix * batch * 4));
-            const unsigned tiles = (unsigned)(((s.n0 + 31) / 32) * ((s.n1 + 31) / 32));
-            joseph_backward2_lanes_ranged_f32<<<dim3(tiles, split, batch), 256>>>(dc, dvol, dr, di, p, split);
+            const dim3 grid(tiles, split, batch);
+            if (variant == 1) joseph_backward2_lanes_bcast_f32<<<grid, 256>>>(dy, dw, dvol, dr, di, p, split);
+            else if (variant == 2) joseph_backward2_lanes_prefetch_f32<<<grid, 256>>>(dy, dw, dvol, dr, di, p, split);
+            else joseph_backward2_lanes_f32<<<grid, 256>>>(dy, dw, dvol, dr, di, p, split);
         };
         printf("== %s: %d x %d, %d views x %d cells\n", s.name, s.n0, s.n1, nviews, nu);
         auto check = [&](const char* name, int batch, const std::function<void()>& f) {
@@ -117,12 +117,15 @@ int main(int argc, char** argv) {
             check("tile (superseded)", batch, [&] { tile(batch); });
             for (int split : {1, 2, 4, 8, 16}) {
                 char nm[64];
-                snprintf(nm, sizeof nm, "lanes split %d", split);
-                check(nm, batch, [&] { lanes(batch, split); });
-                snprintf(nm, sizeof nm, "lanes ranged split %d", split);
-                check(nm, batch, [&] { ranged(batch, split); });
-                snprintf(nm, sizeof nm, "gather split %d", split);
-                check(nm, batch, [&] { gather(batch, split); });
+                const char* names[3] = {"lanes", "lanes broadcast-only", "lanes prefetching"};
+                for (int variant = 0; variant < 3; ++variant) {
+                    snprintf(nm, sizeof nm, "%s split %d", names[variant], split);
+                    check(nm, batch, [&] { lanes(batch, split, variant); });
+                }
+                if (batch > 1 && split <= 4) {
+                    snprintf(nm, sizeof nm, "gather split %d", split);
+                    check(nm, batch, [&] { gather(batch, split); });
+                }
             }
         }
         CK(cudaFree(dviews)); CK(cudaFree(dr)); CK(cudaFree(dw)); CK(cudaFree(di));

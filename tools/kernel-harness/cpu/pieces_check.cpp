@@ -20,7 +20,7 @@ struct Geo {
 namespace cur {
 typedef ::Geo Geo;
 #include "k_cur.cu"
-#include "lanes_ranged_cur.cu"
+#include "lanes_variants_cur.cu"
 #define WITH_LO0
 #define CURRENT_KERNELS
 #include "ops.inc"
@@ -132,7 +132,13 @@ int main() {
     };
     bool ok = true;
     double worst_fwd = 0, worst_adj = 0;
+    // Second pass: the 3D cases with segments of 4 planes in the current kernels (several
+    // segments per ray, most of them pruned before the set-up on a slab).
+    for (int pass = 0; pass < 2; ++pass)
     for (const Geo& g : cases) {
+        if (pass == 1 && g.ndim != 3) continue;
+        cur::seglen3 = pass == 0 ? 128 : 4;
+        if (pass == 1) printf("-- segments of %d planes:\n", cur::seglen3);
         const int n0 = (int)g.shape[0];
         const size_t slice = (size_t)(g.shape[1] * g.shape[2]), nvox = slice * n0;
         const size_t nsino = g.views.size() / 12 * (size_t)g.nu * g.nv;
@@ -141,6 +147,7 @@ int main() {
         printf("== %s: %lld x %lld x %lld, %zu views x %d x %d\n", g.name.c_str(), g.shape[0], g.shape[1], g.shape[2],
                g.views.size() / 12, g.nu, g.nv);
         for (auto which : {cur::Fwd::Production, cur::Fwd::Wide}) {
+            if (pass == 1 && which == cur::Fwd::Wide) continue;  // the 64-bit kernels have no segments
             const char* wn = which == cur::Fwd::Production ? "production kernels" : "64-bit kernels";
             const auto rw = which == cur::Fwd::Production ? ref::Fwd::Production : ref::Fwd::Wide;
             // whole: current vs reference
@@ -153,11 +160,11 @@ int main() {
             cur::transpose(pc, g.views.data(), y.data(), vc.data(), which);
             ref::transpose(pr, g.views.data(), y.data(), vr.data(), rw);
             const Diff wf = diff(sc, sr), wa = diff(vc, vr);
-            if (g.ndim == 3 && g.nv >= 32 && which == cur::Fwd::Production) {
+            if (pass == 0 && g.ndim == 3 && g.nv >= 32 && which == cur::Fwd::Production) {
                 // The batched chunked forward and profile transpose.
                 ok = batch_matches_entries(pc, g, 2, cur::forward3_batch, cur::transpose3_batch, "profile") && ok;
             }
-            if (g.ndim == 3 && which == cur::Fwd::Production) {
+            if (pass == 0 && g.ndim == 3 && which == cur::Fwd::Production) {
                 // Which paths of the profile transpose ran (warp-planes), on the whole and on a slab.
                 for (auto [a, b] : {std::pair<int, int>{0, n0}, std::pair<int, int>{n0 / 4, n0 / 2 + 1}}) {
                     cur::RayParams q = cur::params(g, a, b - a);
@@ -186,15 +193,19 @@ int main() {
                 const Diff dl = diff(vl, vc), dlr = diff(vl, vlr);
                 printf("  lanes transpose vs atomic %.1e (max %.1e), vs reference lanes %.1e\n", dl.l2, dl.max, dlr.l2);
                 if (dl.l2 > 1e-6 || dlr.l2 > 1e-6) ok = false;
-                // The harness candidate with a ray range per lane: bit for bit the lanes kernel at
-                // split 1 (same rays per plane in the same order), and at split 2 to rounding.
+                // The variants: the superseded broadcast-only kernel gives production's results bit
+                // for bit at split 1 (each plane's sum over the same rays in the same order), and
+                // to rounding at split 2 (the shares' atomic order); the prefetching candidate
+                // gives them bit for bit at split 1.
                 for (int split : {1, 2}) {
-                    std::vector<float> v1(nvox), v3(nvox);
-                    cur::transpose2_lanes(pc, g.views.data(), y.data(), v1.data(), split);
-                    cur::transpose2_lanes(pc, g.views.data(), y.data(), v3.data(), split, true);
-                    const Diff dr = diff(v3, v1);
-                    printf("  lanes with a ray range per lane vs lanes, split %d: %.1e (max %.1e)\n", split, dr.l2, dr.max);
-                    if ((split == 1 && dr.max != 0.0) || dr.l2 > 1e-6) ok = false;
+                    std::vector<float> v0(nvox), v1(nvox), v2(nvox);
+                    cur::transpose2_lanes(pc, g.views.data(), y.data(), v0.data(), split);
+                    cur::transpose2_lanes(pc, g.views.data(), y.data(), v1.data(), split, 1);
+                    cur::transpose2_lanes(pc, g.views.data(), y.data(), v2.data(), split, 2);
+                    const Diff db = diff(v1, v0), dp = diff(v2, v0);
+                    printf("  lanes, split %d: broadcast-only vs production %.1e (max %.1e), prefetching vs "
+                           "production %.1e (max %.1e)\n", split, db.l2, db.max, dp.l2, dp.max);
+                    if ((split == 1 && (db.max != 0.0 || dp.max != 0.0)) || db.l2 > 1e-6 || dp.l2 > 1e-6) ok = false;
                 }
                 // A batch of 3 through the gather kernel, views split 2 ways, against the atomic
                 // transpose entry by entry.

@@ -10,7 +10,7 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 prep() { sed -e 's/extern "C"//' -e 's/extern __shared__ float slab_smem\[\];/float* slab_smem = (float*)cpu_dynamic_smem();/'; }
 prep <"$root/kernels/ray_joseph.cu" >"$out/k_cur.cu"
-prep <"$here/../lanes_ranged.cu" >"$out/lanes_ranged_cur.cu"
+prep <"$here/../lanes_variants.cu" >"$out/lanes_variants_cur.cu"
 if git -C "$root" show "$rev:kernels/ray_joseph.cu" >"$out/ref.cu" 2>/dev/null; then
     prep <"$out/ref.cu" >"$out/k_ref.cu"
 else
