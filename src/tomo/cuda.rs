@@ -28,7 +28,7 @@ const SEGMENT_PLANES: i32 = 128;
 /// Planes per segment of the 3D forward (`joseph_forward3_chunkseg_f32`): on an H200 the 512³
 /// cone forward took 200 / 178 / 181 ms with 64 / 128 / 256 planes per segment (229 ms with
 /// whole rays in the same order, `joseph_forward3_chunk_f32`).
-const FORWARD_SEGMENT_PLANES: i32 = 128;
+pub(crate) const FORWARD_SEGMENT_PLANES: i32 = 128;
 
 /// Detector rows per chunk of the chunked 3D kernels (a warp's 32 lanes).
 const CHUNK_ROWS: usize = 32;

@@ -55,7 +55,10 @@
 //! in groups) is preferred whenever it fits. The slabs (and the groups) are then made as even as
 //! possible, which keeps the count and never makes a piece larger. When even one slice and one
 //! view exceed the budget, planning fails with [`Error::OutOfMemory`] naming that smallest
-//! piece.
+//! piece. A backend whose slabs and view groups cost differently weighs the candidates of
+//! [`candidate_counts`] itself (one per slab thickness, each with the fewest groups beside it)
+//! and builds its choice with [`even_plan`]: the CUDA projector does, since a slab there costs
+//! a pass of ray set-ups and a view group almost nothing.
 //!
 //! ```
 //! use rodl::tomo::split::{piece_transform, plan, SplitProblem};
@@ -310,17 +313,49 @@ fn even(n: usize, k: usize) -> Vec<Range<usize>> {
 }
 
 /// Plans the pieces of `problem` so that each piece's resident data fit in `budget` bytes,
-/// with as few pieces as possible (see the [module](self)'s cost model).
+/// with as few pieces as possible (see the [module](self)'s cost model): the candidate of
+/// [`candidate_counts`] with the fewest pieces, and among those the fewest slabs.
 ///
 /// Errors with [`Error::OutOfMemory`] when even one slice of the volume (with its halo) and one
 /// view exceed the budget, and with [`Error::InvalidArgument`] for an empty problem.
 pub fn plan(problem: &SplitProblem, budget: u64) -> Result<SplitPlan> {
+    let (k, m) = candidate_counts(problem, budget)?
+        .into_iter()
+        .min_by_key(|&(k, m)| (k as u128 * m as u128, k))
+        .ok_or_else(|| Error::invalid("split plan: no plan found (internal error)"))?;
+    Ok(even_plan(problem, k, m))
+}
+
+/// The layouts of `problem` under `budget` bytes worth weighing, as (slabs, view groups) by
+/// slab count: for each thickness of the slabs (as even as possible), the fewest slabs of that
+/// thickness and the fewest view groups that fit beside them. Thinner slabs leave room for
+/// larger view groups, so each candidate trades slabs for groups; the list ends with the first
+/// candidate whose views form one group (more slabs would gain nothing). A backend whose pieces
+/// cost more per slab than per view group (or the reverse) picks from these by its own costs
+/// and builds the plan with [`even_plan`]; [`plan`] takes the one with the fewest pieces.
+///
+/// ```
+/// use rodl::tomo::split::{candidate_counts, even_plan, SplitProblem};
+///
+/// // 64 slices of 1000 cells, 100 views of 500 cells, f32, 120 kB: the volume alone is 256 kB.
+/// let problem = SplitProblem::new(&[64, 10, 100], 100, 500, 4);
+/// let counts = candidate_counts(&problem, 120_000)?;
+/// assert!(counts.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 > w[1].1));
+/// for &(slabs, groups) in &counts {
+///     let p = even_plan(&problem, slabs, groups);
+///     assert_eq!(p.pieces().len(), slabs * groups);
+///     assert!(p.max_piece_bytes() <= 120_000);
+/// }
+/// # Ok::<(), rodl::Error>(())
+/// ```
+///
+/// Errors as [`plan`].
+pub fn candidate_counts(problem: &SplitProblem, budget: u64) -> Result<Vec<(usize, usize)>> {
     problem.check()?;
     let n0 = problem.volume_shape[0];
     let views = problem.views;
     let budget = budget as u128;
     let per_view = problem.bytes(0, 1) - problem.overhead as u128;
-    // The most views that fit beside a slab of `t` slices.
     let group = |t: usize| -> usize {
         let fixed = problem.bytes(problem.padded_len(t), 0);
         if fixed > budget {
@@ -349,32 +384,33 @@ pub fn plan(problem: &SplitProblem, budget: u64) -> Result<SplitPlan> {
             device: problem.device,
         });
     }
-    // Slab counts k = 1, 2, …: the thickness ⌈n₀/k⌉ takes each value once as k grows; the
-    // first k reaching the least number of pieces wins (fewest slabs among the best).
-    let mut best: Option<(u128, usize, usize)> = None; // (pieces, slabs, groups)
+    let mut counts: Vec<(usize, usize)> = Vec::new();
     let mut k = 1;
     while k <= n0 {
         let t = n0.div_ceil(k);
         let g = group(t);
         if g > 0 {
             let m = views.div_ceil(g);
-            let pieces = k as u128 * m as u128;
-            if best.is_none_or(|(p, _, _)| pieces < p) {
-                best = Some((pieces, k, m));
+            // Only a candidate with fewer groups than the last one trades anything.
+            if counts.last().is_none_or(|&(_, last)| m < last) {
+                counts.push((n0.div_ceil(t), m));
             }
-            // Thinner slabs cannot make fewer pieces once each group holds every view.
             if g == views {
                 break;
             }
         }
-        // The next k with a thinner slab.
         k = if t > 1 { n0.div_ceil(t - 1) } else { n0 + 1 };
     }
-    let Some((_, k, m)) = best else {
-        return Err(Error::invalid("split plan: no plan found (internal error)"));
-    };
-    let slabs = even(n0, k);
-    let groups = even(views, m);
+    Ok(counts)
+}
+
+/// The plan of `k` slabs × `m` view groups of `problem` (each clamped to 1 ..= its axis),
+/// each as even as possible, the pieces group-major. Whether they fit a budget is the caller's
+/// concern ([`candidate_counts`] gives counts that do); [`SplitPlan::max_piece_bytes`] tells.
+pub fn even_plan(problem: &SplitProblem, k: usize, m: usize) -> SplitPlan {
+    let n0 = problem.volume_shape.first().copied().unwrap_or(1).max(1);
+    let slabs = even(n0, k.clamp(1, n0));
+    let groups = even(problem.views.max(1), m.clamp(1, problem.views.max(1)));
     let pieces: Vec<Piece> = groups
         .iter()
         .flat_map(|g| {
@@ -389,13 +425,13 @@ pub fn plan(problem: &SplitProblem, budget: u64) -> Result<SplitPlan> {
         .map(|p| problem.piece_bytes(p))
         .max()
         .unwrap_or(0);
-    Ok(SplitPlan {
+    SplitPlan {
         slabs,
         groups,
         pieces,
         halo: problem.halo,
         max_bytes,
-    })
+    }
 }
 
 /// The sub-space of the slab `slab` (indices along axis 0) of the discretised volume `space`,

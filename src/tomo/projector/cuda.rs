@@ -17,11 +17,11 @@ use super::Projector;
 use crate::backend::cuda::DeviceTensorOf;
 use crate::storage::Storage;
 use crate::tomo::backend::{CudaOptions, PieceLayout};
-use crate::tomo::cuda::CudaRay;
+use crate::tomo::cuda::{CudaRay, FORWARD_SEGMENT_PLANES};
 use crate::tomo::cuda_pieces::{In, Out, PieceRunner};
 use crate::tomo::geometry::VecGeometry;
 use crate::tomo::grid::Grid;
-use crate::tomo::split::{plan, Piece, SplitPlan, SplitProblem};
+use crate::tomo::split::{candidate_counts, even_plan, plan, Piece, SplitPlan, SplitProblem};
 use crate::{Device, Error, Result, Scalar};
 
 /// View groups a 3D host-data transform is cut into at least, so that the copies of one group
@@ -62,9 +62,9 @@ fn forward_adds(geom: &VecGeometry, grid: &Grid) -> bool {
 /// The slabs and view groups of a host-data transform of `geom` on `grid` under `budget`
 /// bytes of GPU `id`: the whole problem when the volume and the data fit (the views of a 3D
 /// problem in [`OVERLAP_GROUPS`] groups); else the whole volume with the views in groups when
-/// the volume fits beside two groups' data; else the planner's pieces with two buffers of each
-/// kind (one in transfer, one in use) and, where a forward piece stores instead of adding, a
-/// third of the data's for its scratch rows.
+/// the volume fits beside two groups' data; else, among the planner's candidates with two
+/// buffers of each kind (one in transfer, one in use) and, where a forward piece stores instead
+/// of adding, a third of the data's for its scratch rows, the one of least [`layout_cost`].
 fn plan_pieces(id: usize, budget: u64, geom: &VecGeometry, grid: &Grid) -> Result<PieceLayout> {
     let ndim = geom.ndim();
     let views = geom.num_views();
@@ -102,10 +102,50 @@ fn plan_pieces(id: usize, budget: u64, geom: &VecGeometry, grid: &Grid) -> Resul
         return plan_view_groups(id, budget - volume_bytes as u64, geom, grid);
     }
     let data_buffers = if forward_adds(geom, grid) { 2 } else { 3 };
-    Ok(layout(&plan(
-        &problem.with_buffers(2, data_buffers),
-        budget,
-    )?))
+    let problem = problem.with_buffers(2, data_buffers);
+    let (k, m) = candidate_counts(&problem, budget)?
+        .into_iter()
+        .min_by_key(|&(k, m)| (layout_cost(k, m, geom, grid), k))
+        .ok_or_else(|| Error::invalid("no layout of the ray transform's pieces"))?;
+    Ok(layout(&even_plan(&problem, k, m)))
+}
+
+/// Fixed cost of one piece in [`layout_cost`]'s unit (its launches and events, some 50 µs).
+const PIECE_COST: u128 = 1 << 20;
+
+/// What `k` slabs × `m` view groups cost one forward and one adjoint of a host-data transform
+/// of `geom` on `grid`, in one unit: a thread's ray set-up counts as a byte across the bus.
+/// Every slab's launch sets up every ray of its views in every segment of the grid's longest
+/// axis, in both directions; with more than one slab the forward streams the volume once per
+/// view group, and with more than one view group the adjoint streams the data once per slab.
+/// H200, cone_1024 (`profile_layouts` in `src/tomo/cuda_pieces.rs`): each slab added about
+/// 0.6 s forward and 0.5 s adjoint (about 45 ps per set-up), view groups nothing, and up to
+/// 110 GB streamed per forward stayed hidden behind the kernels (≤ 43 ps per byte); the two
+/// overlap, so the sum only ranks the layouts. Under 2 GiB it picks 6 slabs × 19 groups where
+/// the fewest pieces are 9 × 11 (8.0 s forward, 9.3 s adjoint; 6 × 19 by the same profile's
+/// per-slab cost: about 6 s and 7.3 s, not measured).
+fn layout_cost(k: usize, m: usize, geom: &VecGeometry, grid: &Grid) -> u128 {
+    let (k, m) = (k as u128, m as u128);
+    let rays = geom.num_views() as u128 * (geom.nu() * geom.nv()) as u128;
+    let longest = grid.shape[..geom.ndim()].iter().copied().max().unwrap_or(1);
+    let segments = longest.div_ceil(FORWARD_SEGMENT_PLANES as usize) as u128;
+    let volume = 4 * grid.shape[..geom.ndim()]
+        .iter()
+        .map(|&n| n as u128)
+        .product::<u128>();
+    let data = 4 * rays;
+    let setups = (2 * k).saturating_mul(rays).saturating_mul(segments);
+    let forward = if k > 1 {
+        m.saturating_mul(volume)
+    } else {
+        volume
+    }
+    .saturating_add(data);
+    let adjoint = if m > 1 { k.saturating_mul(data) } else { data }.saturating_add(volume);
+    setups
+        .saturating_add(forward)
+        .saturating_add(adjoint)
+        .saturating_add((k * m).saturating_mul(PIECE_COST))
 }
 
 /// The view groups of a device-resident volume (used in place, one slab) whose data stream
@@ -391,5 +431,17 @@ mod tests {
             }
             other => panic!("expected out of memory, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn layouts_weigh_slabs_against_streamed_bytes() {
+        // cone_1024 under 2 GiB: fewer slabs than the fewest pieces (9 × 11) take.
+        let (g, grid) = cone(1024, 1024, 1024);
+        let l = plan_pieces(0, 2 << 30, &g, &grid).unwrap();
+        assert_eq!((l.slabs.len(), l.view_groups.len()), (6, 19));
+        assert!(resident(&l, &g, &grid, false) <= 2 << 30);
+        let problem = SplitProblem::new(&grid.shape, 1024, 1536 * 1024, 4).with_buffers(2, 2);
+        let fewest = plan(&problem, 2 << 30).unwrap();
+        assert_eq!((fewest.slabs().len(), fewest.view_groups().len()), (9, 11));
     }
 }
