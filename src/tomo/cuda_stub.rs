@@ -10,6 +10,11 @@ use super::grid::Grid;
 use crate::backend::cuda::{unavailable, DeviceTensor};
 use crate::Result;
 
+/// Planes per segment of the 3D forward, as in the real module (the piece planner's cost
+/// model counts the segments; without `cuda` no transform runs, so the value only keeps the
+/// planner's code the same in both builds).
+pub(crate) const FORWARD_SEGMENT_PLANES: i32 = 128;
+
 /// Device-resident geometry of one ray transform on one GPU; uninhabited without `cuda`.
 pub(crate) struct CudaRay(Infallible);
 
