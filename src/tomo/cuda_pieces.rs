@@ -671,13 +671,10 @@ mod tests {
     //! groups (even splits). Each layout is timed on device-resident data (the pieces' kernels
     //! alone) and on host data (with the transfers).
     use super::*;
+    use crate::tomo::split::{even_plan, SplitProblem};
     use crate::tomo::Geometry;
     use crate::{uniform_discr, UniformPartition};
     use std::time::Instant;
-
-    fn even(n: usize, k: usize) -> Vec<Range<usize>> {
-        (0..k).map(|i| i * n / k..(i + 1) * n / k).collect()
-    }
 
     #[test]
     #[ignore]
@@ -723,7 +720,8 @@ mod tests {
                 .and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?)))
                 .ok_or_else(|| Error::invalid(format!("layout {l}")))?;
             let t0 = Instant::now();
-            let r = PieceRunner::new(0, geom, &grid, even(n, k), even(geom.num_views(), m))?;
+            let p = even_plan(&SplitProblem::of(&space, &geometry)?, k, m);
+            let r = PieceRunner::new(0, geom, &grid, p.slabs().to_vec(), p.view_groups().to_vec())?;
             let setup = t0.elapsed().as_secs_f64();
             let time = |f: &mut dyn FnMut() -> Result<()>| -> Result<f64> {
                 let t = Instant::now();
