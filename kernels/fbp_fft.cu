@@ -9,7 +9,9 @@
 //      bin len/2 set to zero as on the host),
 //   4. transformed back (complex to real, in place),
 //   5. scattered into y with the weights post(a, u, v).
-// The weights are pre/post = uv[u * nv + v] * au[a * nu + u] (double), as in fbp_filter.cu.
+// The weights are pre/post = uv[u * nv + v] * au[(a % nviews) * nu + u] (double), as in
+// fbp_filter.cu. A batch of entries is more rows: nrows = entries * views * nv, and view a of the
+// data is view a % nviews of its entry.
 // Rows of a batch past nrows are zeros in the scratch and never scattered.
 //
 // Two layouts of the gather and scatter:
@@ -24,9 +26,10 @@ typedef long long i64;
 
 // Must match `FftParams` in src/tomo/fbp/cufft.rs.
 struct FftParams {
-    i64 nrows;  // views * nv
-    i64 row0;   // first row of this batch
-    i64 batch;  // rows in the scratch buffer
+    i64 nrows;   // entries * views * nv
+    i64 row0;    // first row of this batch
+    i64 batch;   // rows in the scratch buffer
+    i64 nviews;  // views per entry
     int nu;
     int nv;
     int len;  // transform length
@@ -37,8 +40,8 @@ struct FftParams {
 
 __device__ __forceinline__ double weight(const double* __restrict__ uv,
                                          const double* __restrict__ au, i64 a, int u, int v,
-                                         int nu, int nv) {
-    return uv[(i64)u * nv + v] * au[a * nu + u];
+                                         int nu, int nv, i64 nviews) {
+    return uv[(i64)u * nv + v] * au[(a % nviews) * nu + u];
 }
 
 template <typename T, typename R>
@@ -58,7 +61,8 @@ __device__ __forceinline__ void gather_cols(const T* __restrict__ x, R* __restri
         if (u < p.nu && l < p.batch && c < p.nrows) {
             const i64 a = c / p.nv;
             const int v = (int)(c - a * p.nv);
-            val = (R)((double)x[(a * p.nu + u) * p.nv + v] * weight(uv, au, a, u, v, p.nu, p.nv));
+            val = (R)((double)x[(a * p.nu + u) * p.nv + v] *
+                      weight(uv, au, a, u, v, p.nu, p.nv, p.nviews));
         }
         tile[ty + TY * k][tx] = val;
     }
@@ -83,7 +87,7 @@ __device__ __forceinline__ void gather_rows(const T* __restrict__ x, R* __restri
         const i64 c = p.row0 + l;
         R val = (R)0;
         if (u < p.nu && c < p.nrows) {
-            val = (R)((double)x[c * p.nu + u] * weight(uv, au, c, u, 0, p.nu, 1));
+            val = (R)((double)x[c * p.nu + u] * weight(uv, au, c, u, 0, p.nu, 1, p.nviews));
         }
         buf[i] = val;
     }
@@ -129,7 +133,7 @@ __device__ __forceinline__ void scatter_cols(const R* __restrict__ buf, T* __res
             const i64 a = c / p.nv;
             const int v = (int)(c - a * p.nv);
             y[(a * p.nu + u) * p.nv + v] =
-                (T)((double)tile[tx][ty + TY * k] * weight(uv, au, a, u, v, p.nu, p.nv));
+                (T)((double)tile[tx][ty + TY * k] * weight(uv, au, a, u, v, p.nu, p.nv, p.nviews));
         }
     }
 }
@@ -145,7 +149,8 @@ __device__ __forceinline__ void scatter_rows(const R* __restrict__ buf, T* __res
         const int u = (int)(i - l * p.nu);
         const i64 c = p.row0 + l;
         if (c < p.nrows) {
-            y[c * p.nu + u] = (T)((double)buf[l * p.ld + u] * weight(uv, au, c, u, 0, p.nu, 1));
+            y[c * p.nu + u] =
+                (T)((double)buf[l * p.ld + u] * weight(uv, au, c, u, 0, p.nu, 1, p.nviews));
         }
     }
 }

@@ -2,7 +2,9 @@
 //   y[a, i, v] = post(a, i, v) * sum_j t[i - j] * pre(a, j, v) * x[a, j, v]
 // for data [views, nu, nv] in C order (nv = 1 in 2D), with the Toeplitz taps t[d], d = -(nu-1) ..
 // nu-1 (stored at d + nu - 1), computed on the host from the same FFT filter the CPU path applies,
-// and the weights pre/post = uv[i * nv + v] * au[a * nu + i]. Sums are accumulated in double.
+// and the weights pre/post = uv[i * nv + v] * au[(a % nviews) * nu + i]. Sums are accumulated in
+// double. A batch of entries is more columns: ncols = entries * views * nv, and view a of the data
+// is view a % nviews of its entry.
 //
 // A column is one (view, v) pair: c = a * nv + v, so x[a, j, v] = x[(a * nu + j) * nv + v]. Each
 // block computes a tile of TI outputs along u times TC columns, running over u in tiles of TJ
@@ -20,9 +22,10 @@ typedef long long i64;
 
 // Must match `FbpParams` in src/tomo/fbp/cuda.rs.
 struct FbpParams {
-    i64 ncols;  // views * nv
+    i64 ncols;   // entries * views * nv
     int nu;
     int nv;
+    i64 nviews;  // views per entry
 };
 
 template <typename T, bool ROWS>
@@ -54,7 +57,7 @@ __device__ __forceinline__ void fbp_filter(const T* __restrict__ x, T* __restric
                 const i64 a = c / nv;
                 const int iv = (int)(c - a * nv);
                 v = (double)x[(a * nu + j) * nv + iv] * pre_uv[(i64)j * nv + iv] *
-                    pre_au[a * nu + j];
+                    pre_au[(a % p.nviews) * nu + j];
             }
             xs[jj][cc] = v;
         }
@@ -86,7 +89,7 @@ __device__ __forceinline__ void fbp_filter(const T* __restrict__ x, T* __restric
         if (i < nu && c < p.ncols) {
             const i64 a = c / nv;
             const int iv = (int)(c - a * nv);
-            const double w = post_uv[(i64)i * nv + iv] * post_au[a * nu + i];
+            const double w = post_uv[(i64)i * nv + iv] * post_au[(a % p.nviews) * nu + i];
             y[(a * nu + i) * nv + iv] = (T)(acc[k] * w);
         }
     }

@@ -25,16 +25,23 @@ struct RayParams {
     int nviews;
     int parallel;   // 1: src is a ray direction; 0: src is a source point
     int first_view; // views handled by this launch start here
-    int lo0;        // the slab's first cell along axis 0 in the whole grid (0 for a whole volume)
+    int lo[3];      // the piece's first cell along each axis in the whole grid (0s for a whole volume)
+    int row0;       // the chunked 3D kernels launch the detector rows [row0, row0 + rows) ...
+    int rows;       // ... (0: all rows from row0 on); the other kernels every row
 };
 
-// Pieces (src/tomo/cuda_pieces.rs): a slab of the volume's cells [lo0, lo0 + shape[0]) along
-// axis 0 works in the whole grid's frame: vmin is the whole grid's corner, so every ray, plane
-// and tap coordinate, and every voxel index, is the one of the unsplit transform (the same
-// floats, bit for bit); only the bounds along axis 0 are the slab's, and the host passes the
-// volume's address shifted back by lo0 slices, so that whole-grid indices address the slab's
-// buffer. lo(p, k) is the first in-grid cell along axis k.
-__device__ __forceinline__ int lo_of(const RayParams& p, int k) { return k == 0 ? p.lo0 : 0; }
+// Pieces (src/tomo/cuda_pieces.rs): a box of the volume's cells [lo[k], lo[k] + shape[k]) along each
+// axis k (a slab along one axis, the whole range along the others) works in the whole grid's frame:
+// vmin is the whole grid's corner, so every ray, plane and tap coordinate, and every voxel index, is
+// the one of the unsplit transform (the same floats, bit for bit); only the bounds are the box's,
+// and the host passes the box buffer's address shifted back by sum_k lo[k] * stride[k] (the strides
+// of the box's own C-order buffer), so that whole-grid indices address the box's buffer. lo_of(p, k)
+// is the first in-grid cell along axis k. A piece's chunked 3D launches may also be limited to a
+// band of detector rows (row0, rows) that holds every ray reaching its box (chunk_ray).
+__device__ __forceinline__ int lo_of(const RayParams& p, int k) { return p.lo[k]; }
+
+// The detector rows the chunked 3D kernels launch from row0 on.
+__device__ __forceinline__ int band_rows(const RayParams& p) { return p.rows > 0 ? p.rows : p.nv - p.row0; }
 
 struct Ray {
     int a;           // dominant axis
@@ -290,7 +297,8 @@ __device__ __forceinline__ float march3(const float* __restrict__ vol, const Ray
 // threads of consecutive blocks take neighbouring columns and views of the same chunk and
 // segment. Launched with one block per 256 threads (no grid stride, src/tomo/cuda.rs), the blocks
 // in flight then hold a few consecutive views whose taps lie in one slab (the segment's planes) of
-// one band (the chunk's rows) of the volume, which L2 keeps. Returns false for rows past nv.
+// one band (the chunk's rows) of the volume, which L2 keeps. The chunks cover the launched rows
+// [row0, row0 + band_rows(p)) (all rows for a whole transform). Returns false for rows past them.
 struct ChunkRay {
     int seg, view, iu, iv;
 };
@@ -306,8 +314,9 @@ __device__ __forceinline__ bool chunk_ray(const RayParams& p, int count, int nse
     const unsigned t2 = (unsigned)(t - (u64)vloc * per_view);
     o.view = p.first_view + (int)vloc;
     o.iu = (int)(t2 >> 5);
-    o.iv = chunk * 32 + (int)(t2 & 31u);
-    return o.iv < p.nv;
+    const int row = chunk * 32 + (int)(t2 & 31u);
+    o.iv = p.row0 + row;
+    return row < band_rows(p) && o.iv < p.nv;
 }
 
 // ------------------------------------------------------------------ forward, 32-bit indexing
@@ -324,10 +333,10 @@ template <int NDIM, bool CHUNK>
 __device__ __forceinline__ void forward_i32(const float* __restrict__ vol, float* __restrict__ sino,
                                             const double* __restrict__ views, const RayParams& p, int count) {
     const unsigned per_view = (unsigned)p.nu * (unsigned)p.nv;
-    const u64 total = CHUNK ? (u64)((p.nv + 31) / 32) * (u64)count * (u64)p.nu * 32u : (u64)per_view * (u64)count;
+    const u64 total = CHUNK ? (u64)((band_rows(p) + 31) / 32) * (u64)count * (u64)p.nu * 32u : (u64)per_view * (u64)count;
     const int sh[3] = {(int)p.shape[0], (int)p.shape[1], (int)p.shape[2]};
     const int st[3] = {sh[1] * sh[2], sh[2], 1};
-    const int first[3] = {p.lo0, 0, 0};
+    const int first[3] = {p.lo[0], p.lo[1], p.lo[2]};
     for (u64 g = blockIdx.x * (u64)blockDim.x + threadIdx.x; g < total; g += (u64)gridDim.x * blockDim.x) {
         unsigned vloc, rem;
         int iu, iv;
@@ -386,10 +395,10 @@ __device__ __forceinline__ void forward3_chunkseg(const float* __restrict__ vol,
                                                   int seglen, int batch) {
     const int sh[3] = {(int)p.shape[0], (int)p.shape[1], (int)p.shape[2]};
     const int st[3] = {sh[1] * sh[2], sh[2], 1};
-    const int first[3] = {p.lo0, 0, 0};
+    const int first[3] = {p.lo[0], p.lo[1], p.lo[2]};
     const int nmax = max(sh[0], max(sh[1], sh[2]));
     const int nseg = (nmax + seglen - 1) / seglen;
-    const u64 total = (u64)((p.nv + 31) / 32) * (u64)nseg * (u64)count * (u64)p.nu * 32u;
+    const u64 total = (u64)((band_rows(p) + 31) / 32) * (u64)nseg * (u64)count * (u64)p.nu * 32u;
     const u64 all = BATCH ? total * (u64)batch : total;
     for (u64 g = blockIdx.x * (u64)blockDim.x + threadIdx.x; g < all; g += (u64)gridDim.x * blockDim.x) {
         const u64 entry = BATCH ? g / total : 0;
@@ -478,7 +487,7 @@ __device__ __forceinline__ void march_segments3(const float* __restrict__ in, fl
     const u64 rays = (u64)per_view * (u64)count;
     const int sh[3] = {(int)p.shape[0], (int)p.shape[1], (int)p.shape[2]};
     const int st[3] = {sh[1] * sh[2], sh[2], 1};
-    const int first[3] = {p.lo0, 0, 0};
+    const int first[3] = {p.lo[0], p.lo[1], p.lo[2]};
     const int nmax = max(sh[0], max(sh[1], sh[2]));
     const int nseg = (nmax + seglen - 1) / seglen;
     const u64 total = rays * (u64)nseg;
@@ -593,7 +602,7 @@ __device__ __forceinline__ void forward2_smem(const float* __restrict__ vol, flo
     const int nok = __syncthreads_count(ok);
     const int A = 2 * n1 > nok ? 1 : 0;
     const int nbA = sh[1 - A], saA = st[A], sbA = st[1 - A];
-    // The grid's first cells along A and b (a slab of a split transform starts at lo0).
+    // The grid's first cells along A and b (a piece of a split transform starts at lo).
     const int lA = lo_of(p, A), lbA = lo_of(p, 1 - A);
     const bool fast = ok && r.a == A;
     // A ray's segments start at the grid's first plane along its own axis.
@@ -799,7 +808,7 @@ __device__ __forceinline__ void backward3_seg_warp(const float* __restrict__ sin
     const u64 rays = (u64)per_view * (u64)count;
     const int sh[3] = {(int)p.shape[0], (int)p.shape[1], (int)p.shape[2]};
     const int st[3] = {sh[1] * sh[2], sh[2], 1};
-    const int first[3] = {p.lo0, 0, 0};
+    const int first[3] = {p.lo[0], p.lo[1], p.lo[2]};
     const int nmax = max(sh[0], max(sh[1], sh[2]));
     const int nseg = (nmax + seglen - 1) / seglen;
     const u64 total = rays * (u64)nseg;
@@ -877,8 +886,8 @@ extern "C" __global__ void joseph_backward3_seg_warp_f32(const float* __restrict
 // Lean path, taken by a warp when (warp-uniform tests over the planes [ulo, uhi) it marches):
 // all 32 lanes hold rays with the same axis a != 2 (so c = 2, the contiguous axis) and
 // bit-identical fb0 and sb (one detector column of a circular or helical cone, or of a parallel
-// beam whose rows differ along the rotation axis: the rays share their b taps and weights), nc is
-// a multiple of 4 and the volume is 16-byte aligned, the c positions f_c grow from lane to lane by
+// beam whose rows differ along the rotation axis: the rays share their b taps and weights), nc and
+// the first cell along c (a piece's box) are multiples of 4 and the volume is 16-byte aligned, the c positions f_c grow from lane to lane by
 // at least 1.001 cells at the first and the last plane (f_c is affine in m, so everywhere in
 // between; the rounding of f_c is far below the margin, so the lanes' floors ic are distinct and
 // increasing; |fc0| and |m sc| below 2048 bound that rounding), and lane 31's f_c is at most 58.5
@@ -889,8 +898,8 @@ extern "C" __global__ void joseph_backward3_seg_warp_f32(const float* __restrict
 // distinct; a lane whose ic is lane l-1's ic + 1 adds lane l-1's second contribution to its own
 // first one, and lane l-1 does not store it), and 16 lanes add the profile's 16 quads, times the
 // two row weights 1 - t_b and t_b, to rows ib and ib + 1 of the volume with float4 atomics
-// (sm_90; four scalar atomics per quad before). Quads outside the grid (nc is a multiple of 4, so
-// a quad is wholly in or out) and rows outside [0, nb) are skipped, which drops exactly the taps
+// (sm_90; four scalar atomics per quad before). Quads outside the grid (its first cell and nc along c are multiples
+// of 4, so a quad is wholly in or out) and rows outside the grid along b are skipped, which drops exactly the taps
 // the other kernels' bounds tests drop; lanes outside their plane range contribute 0. The taps
 // and weights are the forward's; only the products are formed as (c * w_c) * w_b instead of
 // c * (w_b * w_c), and the additions in another order: the transpose of the forward up to
@@ -913,12 +922,13 @@ __device__ __forceinline__ void backward3_profile(const float* __restrict__ sino
     __syncwarp();
     const int sh[3] = {(int)p.shape[0], (int)p.shape[1], (int)p.shape[2]};
     const int st[3] = {sh[1] * sh[2], sh[2], 1};
-    const int first[3] = {p.lo0, 0, 0};
+    const int first[3] = {p.lo[0], p.lo[1], p.lo[2]};
     const int nmax = max(sh[0], max(sh[1], sh[2]));
     const int nseg = (nmax + seglen - 1) / seglen;
-    const u64 total = (u64)((p.nv + 31) / 32) * (u64)nseg * (u64)count * (u64)p.nu * 32u;
+    const u64 total = (u64)((band_rows(p) + 31) / 32) * (u64)nseg * (u64)count * (u64)p.nu * 32u;
     // Entries are voxels apart, a multiple of 4 when sh[2] is: all aligned alike.
-    const bool aligned = (reinterpret_cast<u64>(vol_all) & 15u) == 0u && (sh[2] & 3) == 0;
+    // A piece's box along axis 2 must also start at a multiple of 4, so that its quads are whole.
+    const bool aligned = (reinterpret_cast<u64>(vol_all) & 15u) == 0u && (sh[2] & 3) == 0 && (first[2] & 3) == 0;
     unsigned long long n_lean = 0, n_other = 0;
     const u64 all = BATCH ? total * (u64)batch : total;
     for (u64 gg = blockIdx.x * (u64)blockDim.x + threadIdx.x; gg - (u64)lane < all; gg += (u64)gridDim.x * blockDim.x) {
@@ -975,7 +985,7 @@ __device__ __forceinline__ void backward3_profile(const float* __restrict__ sino
         }
         if (__all_sync(full, lean)) {
             if (stats != nullptr && lane == 0) n_lean += (unsigned long long)(uhi - ulo);
-            const int nb = sh[r.b], sa = st[a], sb = st[r.b], nc = sh[2], lb = first[r.b];
+            const int nb = sh[r.b], sa = st[a], sb = st[r.b], nc = sh[2], lb = first[r.b], lc = first[2];
             // STEP planes per step: their profiles are written, then flushed by 16 lanes each.
             for (int m = ulo; m < uhi; m += STEP) {
                 int ib_k[STEP], base_k[STEP];
@@ -1025,7 +1035,7 @@ __device__ __forceinline__ void backward3_profile(const float* __restrict__ sino
                         const float4 q = *quad;
                         *quad = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
                         const int gc = base + 4 * ql;
-                        if (gc >= 0 && gc < nc && (q.x != 0.0f || q.y != 0.0f || q.z != 0.0f || q.w != 0.0f)) {
+                        if (gc >= lc && gc < lc + nc && (q.x != 0.0f || q.y != 0.0f || q.z != 0.0f || q.w != 0.0f)) {
                             float* dst = vol + ((m + k) * sa + ib * sb + gc);
                             const float w0 = __fsub_rn(1.0f, tb);
 #pragma unroll

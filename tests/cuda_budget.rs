@@ -108,12 +108,18 @@ fn pieces_equal_the_whole_transform_for_every_geometry() {
             let layout = pieces.pieces().unwrap();
             let (slabs, groups) = (&layout.slabs, &layout.view_groups);
             assert!(layout.count() > 1, "{case} /{div}: one piece");
+            // 3D slabs lie along the rotation axis (each seen by a band of detector rows).
+            let ndim = host.shape().unwrap().len();
+            if slabs.len() > 1 {
+                assert_eq!(layout.slab_axis, if ndim == 3 { 2 } else { 0 }, "{case}");
+            }
             let (ef, ea) = compare(&host, &whole, &pieces);
             let adj = check_adjoint(&pieces, 3, 7).unwrap().max_rel_error;
             eprintln!(
-                "{case} budget {budget} B: {} slabs × {} groups; forward rel {:.2e} (max {:.2e}), \
+                "{case} budget {budget} B: {} slabs (axis {}) × {} groups; forward rel {:.2e} (max {:.2e}), \
                  adjoint rel {:.2e} (max {:.2e}), adjoint identity {adj:.2e}",
                 slabs.len(),
+                layout.slab_axis,
                 groups.len(),
                 ef.0,
                 ef.1,

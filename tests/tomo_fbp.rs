@@ -4,16 +4,17 @@
 //! `--nocapture` prints the measured errors.
 
 use std::f64::consts::PI;
+use std::sync::Arc;
 
 use proptest::prelude::*;
 use rodl::tomo::phantom::{gaussian_phantom, gaussian_projections, shepp_logan, GaussianBlob};
 use rodl::tomo::{
-    cone_beam_geometry, fbp_filter_op, fbp_op, parallel_beam_geometry, Backend, Beam, FbpFilter,
-    FbpOptions, FilterType, Geometry, RayTransform, VecGeometry,
+    cone_beam_geometry, fbp_filter_op, fbp_op, fbp_op_with, parallel_beam_geometry, Backend, Beam,
+    FbpFilter, FbpOptions, FilterType, Geometry, RayTransform, VecGeometry,
 };
 use rodl::{
-    check_adjoint, uniform_discr, Element, Error, LinOp, LinearOperator, Operator, Scalar, Space,
-    UniformPartition,
+    check_adjoint, uniform_discr, BatchedOperator, Element, Error, LinOp, LinearOperator,
+    LinearOperatorExt, Operator, Scalar, Space, UniformPartition,
 };
 
 fn blob(center: [f64; 3], sigma: f64, amplitude: f64) -> GaussianBlob {
@@ -630,4 +631,247 @@ fn gpu_fbp_filter_without_a_gpu_is_a_clean_error() {
             assert!(f.gpu_method().is_some());
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Batches: the filter's batched form, and FBP's where the ray transform has one.
+
+/// A linear operator with a batched form that applies it entry by entry: it lends a host ray
+/// transform the batched form that the CUDA one has, so that the batched FBP composition (what
+/// the PyTorch op runs on a GPU) runs on the CPU.
+struct EntryBatched<T: Scalar> {
+    op: LinOp<T>,
+}
+
+impl<T: Scalar> Operator<T> for EntryBatched<T> {
+    fn domain(&self) -> &Space<T> {
+        self.op.domain()
+    }
+    fn range(&self) -> &Space<T> {
+        self.op.range()
+    }
+    fn evaluate(&self, x: &Element<T>, out: &mut Element<T>) -> rodl::Result<()> {
+        self.op.evaluate(x, out)
+    }
+    fn batched(&self) -> Option<&dyn BatchedOperator<T>> {
+        Some(self)
+    }
+}
+
+impl<T: Scalar> BatchedOperator<T> for EntryBatched<T> {
+    fn max_batch(&self) -> usize {
+        64
+    }
+    fn apply_batch(&self, x: &Element<T>, out: &mut Element<T>, batch: usize) -> rodl::Result<()> {
+        let (n_in, n_out) = (self.domain().size(), self.range().size());
+        let xs = x.as_slice()?.to_vec();
+        if batch == 0 || batch > 64 || xs.len() != batch * n_in {
+            return Err(Error::invalid("EntryBatched: batch"));
+        }
+        if out.as_slice()?.len() != batch * n_out {
+            return Err(Error::invalid("EntryBatched: batch"));
+        }
+        let o = out.as_slice_mut()?;
+        for b in 0..batch {
+            let xe = self
+                .domain()
+                .element_from_vec(xs[b * n_in..(b + 1) * n_in].to_vec())?;
+            let y = self.op.apply(&xe)?;
+            o[b * n_out..(b + 1) * n_out].copy_from_slice(y.as_slice()?);
+        }
+        Ok(())
+    }
+}
+
+impl<T: Scalar> LinearOperator<T> for EntryBatched<T> {
+    fn adjoint(&self) -> rodl::Result<LinOp<T>> {
+        Ok(Arc::new(EntryBatched {
+            op: self.op.adjoint()?,
+        }))
+    }
+}
+
+/// `batch` random entries of `space` one after the other, as a tensor `[batch, …shape]`.
+fn random_batch(space: &Space<f64>, batch: usize, seed: u64) -> Element<f64> {
+    let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(seed);
+    let mut shape = vec![batch];
+    shape.extend_from_slice(space.shape().unwrap());
+    rodl::rn::<f64>(&shape)
+        .unwrap()
+        .random_normal(&mut rng)
+        .unwrap()
+}
+
+/// A zero tensor of `batch` entries of `space`.
+fn zero_batch(space: &Space<f64>, batch: usize) -> Element<f64> {
+    let mut shape = vec![batch];
+    shape.extend_from_slice(space.shape().unwrap());
+    rodl::rn::<f64>(&shape).unwrap().zero().unwrap()
+}
+
+/// max |batched − per entry| / max |per entry| of `op`'s batched form on `batch` random
+/// entries against `op.apply` entry by entry.
+fn batched_vs_entries(op: &dyn Operator<f64>, batch: usize, seed: u64) -> f64 {
+    let form = op
+        .batched()
+        .unwrap_or_else(|| panic!("{}: no batched form", op.name()));
+    let x = random_batch(op.domain(), batch, seed);
+    let mut out = zero_batch(op.range(), batch);
+    form.apply_batch(&x, &mut out, batch).unwrap();
+    let (n_in, n_out) = (op.domain().size(), op.range().size());
+    let (xs, ys) = (x.as_slice().unwrap(), out.as_slice().unwrap());
+    let (mut num, mut den) = (0.0f64, 0.0f64);
+    for b in 0..batch {
+        let xe = op
+            .domain()
+            .element_from_vec(xs[b * n_in..(b + 1) * n_in].to_vec())
+            .unwrap();
+        let want = op.apply(&xe).unwrap();
+        for (g, w) in ys[b * n_out..(b + 1) * n_out]
+            .iter()
+            .zip(want.as_slice().unwrap())
+        {
+            num = num.max((g - w).abs());
+            den = den.max(w.abs());
+        }
+    }
+    num / den
+}
+
+/// The filter and its adjoint filter a batch of data as they filter each entry, for every
+/// geometry kind (the per-view weights of short scans repeat for every entry).
+#[test]
+fn batched_filter_matches_entry_by_entry() {
+    for (name, g) in filter_geometries() {
+        let data = Space::<f64>::from_partition(g.data_partition().clone());
+        for f in [FilterType::RamLak, FilterType::Hann] {
+            let filter = FbpFilter::new(data.clone(), &g, &FbpOptions::new(f)).unwrap();
+            let form = filter.batched().expect("the filter has a batched form");
+            let rows = g.data_shape()[0] * g.data_shape().get(2).copied().unwrap_or(1);
+            assert_eq!(form.max_batch(), i32::MAX as usize / rows, "{name}");
+            let adjoint = filter.adjoint().unwrap();
+            for batch in [1, 3] {
+                let e = batched_vs_entries(&filter, batch, 7 + batch as u64);
+                let ea = batched_vs_entries(adjoint.as_ref(), batch, 8 + batch as u64);
+                assert!(
+                    e < 1e-14 && ea < 1e-14,
+                    "{name} {f} batch {batch}: {e} {ea}"
+                );
+            }
+        }
+    }
+}
+
+/// FBP over a ray transform with a batched form (entry by entry here, one launch sequence on a
+/// GPU) has one, and it reconstructs a batch as it reconstructs each entry: 2D parallel beams,
+/// 3D parallel beams and FDK through `fbp_op_with`, fan beams through the single-filter
+/// composition `A* ∘ F` (the exact three-term fan-beam FBP of `fbp_op` multiplies by volume
+/// factors, which have no batched form).
+#[test]
+fn batched_fbp_matches_entry_by_entry() {
+    let o = FbpOptions::new(FilterType::Hamming);
+    for (name, g) in filter_geometries() {
+        let space = if g.ndim() == 2 {
+            square(12)
+        } else {
+            uniform_discr::<f64>(&[-1.0; 3], &[1.0; 3], &[8, 8, 8]).unwrap()
+        };
+        let ray = RayTransform::new(space, g.clone(), Backend::default()).unwrap();
+        assert!(fbp_op(&ray, &o).unwrap().batched().is_none(), "{name}");
+        let lent: LinOp<f64> = Arc::new(EntryBatched {
+            op: Arc::new(
+                RayTransform::new(ray.domain().clone(), g.clone(), Backend::default()).unwrap(),
+            ),
+        });
+        let fbp = if name.starts_with("fan") {
+            let filter = fbp_filter_op(&ray, &o).unwrap();
+            lent.adjoint().unwrap().compose(&filter).unwrap()
+        } else {
+            fbp_op_with(lent.as_ref(), &g, &o).unwrap()
+        };
+        let form = fbp.batched().expect("a batched form");
+        assert_eq!(form.max_batch(), 64, "{name}");
+        for batch in [1, 2, 5] {
+            let e = batched_vs_entries(fbp.as_ref(), batch, 20 + batch as u64);
+            assert!(e < 1e-13, "{name} batch {batch}: {e}");
+        }
+        // The batched FBP is the FBP of `fbp_op` on the host ray transform, entry by entry.
+        if !name.starts_with("fan") {
+            let reference = fbp_op(&ray, &o).unwrap();
+            let x = random_batch(ray.range(), 2, 31);
+            let mut out = zero_batch(ray.domain(), 2);
+            form.apply_batch(&x, &mut out, 2).unwrap();
+            let (n_in, n_out) = (ray.range().size(), ray.domain().size());
+            for b in 0..2 {
+                let xe = ray
+                    .range()
+                    .element_from_vec(x.as_slice().unwrap()[b * n_in..(b + 1) * n_in].to_vec())
+                    .unwrap();
+                let want = reference.apply(&xe).unwrap();
+                let got = &out.as_slice().unwrap()[b * n_out..(b + 1) * n_out];
+                let err = got
+                    .iter()
+                    .zip(want.as_slice().unwrap())
+                    .fold(0.0f64, |m, (g, w)| m.max((g - w).abs()));
+                let scale = want
+                    .as_slice()
+                    .unwrap()
+                    .iter()
+                    .fold(0.0f64, |m, w| m.max(w.abs()));
+                assert!(err <= 1e-13 * scale, "{name} entry {b}: {err}");
+            }
+        }
+    }
+}
+
+/// The filter's batched form errors for a batch of 0 or above its maximum and for tensors that
+/// are not that many entries of its data space, and never panics.
+#[test]
+fn batched_filter_checks_its_batch() {
+    let (_, g) = &filter_geometries()[4];
+    let data = Space::<f64>::from_partition(g.data_partition().clone());
+    let filter = FbpFilter::new(data.clone(), g, &FbpOptions::default()).unwrap();
+    let form = filter.batched().unwrap();
+    let max = form.max_batch();
+    let x = random_batch(&data, 2, 1);
+    let mut out = zero_batch(&data, 2);
+    for batch in [0, max + 1] {
+        let e = form.apply_batch(&x, &mut out, batch).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument(_)), "{batch}: {e:?}");
+    }
+    // Tensors of another batch, without a batch axis, or of another data shape.
+    assert!(matches!(
+        form.apply_batch(&x, &mut out, 3),
+        Err(Error::Shape { .. })
+    ));
+    let mut short = zero_batch(&data, 1);
+    assert!(form.apply_batch(&x, &mut short, 2).is_err());
+    let one = data.zero().unwrap();
+    let mut one_out = data.zero().unwrap();
+    assert!(form.apply_batch(&one, &mut one_out, 1).is_err());
+    let mut shape = vec![2];
+    shape.extend_from_slice(data.shape().unwrap());
+    shape[1] += 1;
+    let wrong = rodl::rn::<f64>(&shape).unwrap().zero().unwrap();
+    assert!(form.apply_batch(&wrong, &mut out, 2).is_err());
+    // A product-space element is no batch.
+    let pair = rodl::Space::product(vec![data.clone(), data.clone()]).unwrap();
+    assert!(form
+        .apply_batch(&pair.zero().unwrap(), &mut out, 2)
+        .is_err());
+    // The adjoint's form checks the same; compositions check their batch too.
+    let adjoint = filter.adjoint().unwrap();
+    let aform = adjoint.batched().unwrap();
+    assert!(aform.apply_batch(&x, &mut out, 0).is_err());
+    assert!(aform.apply_batch(&x, &mut short, 2).is_err());
+    let space = uniform_discr::<f64>(&[-1.0; 3], &[1.0; 3], &[8, 8, 8]).unwrap();
+    let ray = RayTransform::new(space.clone(), g.clone(), Backend::default()).unwrap();
+    let lent = EntryBatched { op: Arc::new(ray) };
+    let fbp = fbp_op_with(&lent, g, &FbpOptions::default()).unwrap();
+    let fform = fbp.batched().unwrap();
+    let mut vols = zero_batch(&space, 2);
+    assert!(fform.apply_batch(&x, &mut vols, 0).is_err());
+    assert!(fform.apply_batch(&x, &mut vols, 65).is_err());
+    assert!(fform.apply_batch(&x, &mut out, 2).is_err());
+    fform.apply_batch(&x, &mut vols, 2).unwrap();
 }

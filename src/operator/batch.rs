@@ -9,9 +9,11 @@ use crate::{Element, Result, Scalar};
 /// the operator entry by entry where there is none.
 ///
 /// The CUDA ray transform and its adjoint have one for 2D geometries and for 3D detectors of
-/// at least 32 rows (on whole volumes with 32-bit indices); scalar multiples of an operator that
+/// at least 32 rows (on whole volumes with 32-bit indices), and so does the FBP filter
+/// ([`FbpFilter`](crate::tomo::FbpFilter), on every device); scalar multiples of an operator that
 /// has one, and compositions and sums of two that have one (through a tensor space), have one
-/// too: one pass of each factor over the whole batch.
+/// too: one pass of each factor over the whole batch (so FBP, `A* ∘ filter`, has one where the
+/// ray transform does).
 pub trait BatchedOperator<T: Scalar>: Send + Sync {
     /// The most entries one call of [`BatchedOperator::apply_batch`] takes (at least 1).
     fn max_batch(&self) -> usize;

@@ -3,10 +3,14 @@
 use std::ops::Range;
 
 /// The pieces a ray transform computes in (see [`RayTransform::pieces`](super::RayTransform::pieces)):
-/// slabs of the volume along its first axis × groups of views; every pair is one piece.
+/// slabs of the volume along one axis × groups of views; every pair is one piece.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PieceLayout {
-    /// Ranges of indices along the volume's first axis, in order, covering it once.
+    /// The volume axis the slabs lie along: for 3D geometries the one best aligned with the
+    /// detector's rows axis `v` (the rotation axis of circular and helical scans, axis 2 for
+    /// ODL's default), so that each slab is seen by a band of detector rows only.
+    pub slab_axis: usize,
+    /// Ranges of indices along [`Self::slab_axis`], in order, covering it once.
     pub slabs: Vec<Range<usize>>,
     /// Ranges of views, in order, covering them once.
     pub view_groups: Vec<Range<usize>>,
@@ -33,7 +37,8 @@ pub struct CpuOptions {
 /// `memory_budget` bounds the device memory a ray transform takes for the data it copies in
 /// and out and for its scratch: with host-resident elements (host spaces on the CUDA backend,
 /// ODL's way) the volume and the sinogram travel through pinned staging buffers in pieces
-/// — groups of views, slabs of the volume along its first axis, or both — planned at
+/// — groups of views, slabs of the volume (along the rotation axis for 3D scans, so that
+/// each slab's kernels launch only the detector rows that can see it), or both — planned at
 /// construction so that every piece's device buffers (two of each kind, so that the transfers
 /// of one piece overlap the kernels of the other) fit the budget. The pieces add up to the
 /// same Joseph model (the same taps; the sums differ by rounding only), and the adjoint stays

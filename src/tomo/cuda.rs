@@ -73,9 +73,13 @@ struct RayParams {
     nviews: i32,
     parallel: i32,
     first_view: i32,
-    /// The slab's first cell along axis 0 in the whole grid (0 for a whole volume): a piece
-    /// works in the whole grid's frame, see [`CudaRay::piece`].
-    lo0: i32,
+    /// The piece's first cell along each axis in the whole grid (0s for a whole volume): a
+    /// piece works in the whole grid's frame, see [`CudaRay::piece`].
+    lo: [i32; 3],
+    /// The first detector row the chunked 3D kernels launch (0 for a whole transform).
+    row0: i32,
+    /// The detector rows they launch from `row0` on (0: all of them).
+    rows: i32,
 }
 
 // SAFETY: plain-old-data with the C layout the kernels expect.
@@ -97,6 +101,9 @@ pub(crate) struct CudaRay {
     /// The tables of the 2D parallel-beam transposes (`joseph_backward2_lanes_f32` and
     /// `joseph_backward2_gather_f32`).
     tables2: Option<Tables2>,
+    /// No ray of the views meets the piece's slab: its forward is zero, its transpose adds
+    /// nothing.
+    unseen: bool,
 }
 
 impl Drop for CudaRay {
@@ -109,7 +116,7 @@ impl Drop for CudaRay {
 impl CudaRay {
     /// Uploads the per-view vectors to GPU `id` and compiles the kernels (once per device).
     pub(crate) fn new(id: usize, geom: &VecGeometry, grid: &Grid) -> Result<Self> {
-        let mut ray = Self::piece(id, geom, 0..geom.num_views(), grid, 0..grid.shape[0])?;
+        let mut ray = Self::piece(id, geom, 0..geom.num_views(), grid, 0, 0..grid.shape[0])?;
         let short = |n: i64| n < 32768; // plane indices packed in 16 bits
         if ray.params.ndim == 2
             && ray.params.parallel == 1
@@ -122,27 +129,33 @@ impl CudaRay {
         Ok(ray)
     }
 
-    /// The transform of the views `views` of `geom` on the cells `slab` (along axis 0) of
-    /// `grid`, for one piece of a split transform: its data are the rows of those views, its
-    /// volume the slab's contiguous buffer. Without the 2D transposes' tables (a piece's
-    /// transpose adds into its slab).
+    /// The transform of the views `views` of `geom` on the cells `slab` along `axis` of `grid`
+    /// (the whole range along the other axes), for one piece of a split transform: its data
+    /// are the rows of those views, its volume the slab's own C-order buffer (shape `slab.len()`
+    /// along `axis`). Without the 2D transposes' tables (a piece's transpose adds into its slab).
     ///
     /// The kernels work in the whole grid's frame: its corner and cell sides, the slab's first
-    /// cell `lo0` in [`RayParams`] and only the slab's bounds along axis 0, and the slab's
-    /// address shifted back by `lo0` slices ([`Self::kernel_volume`]) so that whole-grid
-    /// indices land in the slab. Every ray, plane and tap coordinate is then the unsplit
-    /// transform's, bit for bit (a slab's own corner rounds them differently).
+    /// cells `lo` in [`RayParams`] and only the slab's bounds, and the slab's address shifted
+    /// back by `lo` ([`Self::kernel_volume`]) so that whole-grid indices land in the slab.
+    /// Every ray, plane and tap coordinate is then the unsplit transform's, bit for bit (a
+    /// slab's own corner rounds them differently). A 3D piece's chunked kernels launch only the
+    /// detector rows whose rays can reach the slab ([`VecGeometry::rows_through`] on the slab
+    /// widened by a cell each side); none at all when no ray of its views meets it.
     pub(crate) fn piece(
         id: usize,
         geom: &VecGeometry,
         views: Range<usize>,
         grid: &Grid,
+        axis: usize,
         slab: Range<usize>,
     ) -> Result<Self> {
-        if slab.end > grid.shape[0] || (slab.is_empty() && grid.shape[0] > 0) {
+        if axis >= geom.ndim()
+            || slab.end > grid.shape[axis]
+            || (slab.is_empty() && grid.shape[axis] > 0)
+        {
             return Err(Error::invalid(format!(
-                "slab {slab:?} of a grid of {} slices",
-                grid.shape[0]
+                "slab {slab:?} along axis {axis} of a grid of {:?} cells",
+                &grid.shape[..geom.ndim()]
             )));
         }
         let ctx = device_ctx(id)?;
@@ -158,7 +171,18 @@ impl CudaRay {
             ))
         })?;
         let mut shape = grid.shape.map(|n| n as i64);
-        shape[0] = slab.len() as i64;
+        shape[axis] = slab.len() as i64;
+        let mut lo = [0i32; 3];
+        lo[axis] = to_i32(slab.start, "slab offset")?;
+        let whole = slab.len() == grid.shape[axis];
+        let band = if geom.ndim() == 3 && !whole {
+            let lower = |k: usize| grid.min[k] + lo[k] as f64 * grid.h[k];
+            let min = [0, 1, 2].map(|k| lower(k) - grid.h[k]);
+            let max = [0, 1, 2].map(|k| lower(k) + (shape[k] as f64 + 1.0) * grid.h[k]);
+            geom.rows_through(views.clone(), min, max)
+        } else {
+            0..geom.nv()
+        };
         let params = RayParams {
             shape,
             vmin: grid.min,
@@ -169,7 +193,9 @@ impl CudaRay {
             nviews: to_i32(chosen.len(), "number of views")?,
             parallel: i32::from(geom.beam() == Beam::Parallel),
             first_view: 0,
-            lo0: to_i32(slab.start, "slab offset")?,
+            lo,
+            row0: to_i32(band.start, "detector row")?,
+            rows: to_i32(band.len(), "detector rows")?,
         };
         let flat: Vec<f64> = chosen
             .iter()
@@ -192,6 +218,7 @@ impl CudaRay {
             views,
             params,
             tables2: None,
+            unseen: band.is_empty(),
         })
     }
 
@@ -235,26 +262,35 @@ impl CudaRay {
     /// Threads of the chunked 3D kernels: the rays with the detector rows rounded up to whole
     /// chunks of [`CHUNK_ROWS`].
     fn chunked_rays(&self) -> usize {
-        let rows = (self.params.nv as usize).div_ceil(CHUNK_ROWS) * CHUNK_ROWS;
+        let band = if self.params.rows > 0 {
+            self.params.rows
+        } else {
+            self.params.nv - self.params.row0
+        };
+        let rows = (band.max(0) as usize).div_ceil(CHUNK_ROWS) * CHUNK_ROWS;
         self.params.nviews as usize * self.params.nu as usize * rows
     }
 
     /// Whether every voxel index (and the out-of-grid neighbours the kernels form before their
     /// bounds checks) fits in an `i32`, so that the 32-bit kernels apply.
     fn fits_i32(&self) -> bool {
-        let [n0, n1, n2] = self.params.shape.map(|n| n as u64);
-        // A piece indexes in the whole grid's frame: up to its slab's end.
-        let n0 = n0 + self.params.lo0 as u64;
-        n0 * n1 * n2 + n1 * n2 + n2 + 1 < i32::MAX as u64
+        let [_, n1, n2] = self.params.shape.map(|n| n as u64);
+        // A piece indexes in the whole grid's frame, with its own buffer's strides: up to its
+        // slab's end.
+        let [e0, e1, e2] =
+            [0, 1, 2].map(|k| self.params.shape[k] as u64 + self.params.lo[k] as u64);
+        let (s0, s1) = (n1 * n2, n2);
+        e0 * s0 + e1 * s1 + e2 + s0 + s1 + 1 < i32::MAX as u64
     }
 
     /// The volume address the kernels take for a buffer at `vol`: a piece's slab buffer
-    /// shifted back by its first `lo0` slices (the kernels index in the whole grid's frame and
+    /// shifted back by its first cells `lo` (in its own strides) (the kernels index in the whole grid's frame and
     /// touch only the slab's cells); a whole volume's unchanged. Wrapping arithmetic: the
     /// shifted address is never dereferenced below the slab.
     fn kernel_volume(&self, vol: u64) -> u64 {
-        let slice = (self.params.shape[1] * self.params.shape[2].max(1)) as u64;
-        vol.wrapping_sub(self.params.lo0 as u64 * slice * F32 as u64)
+        let [_, n1, n2] = self.params.shape.map(|n| n.max(1) as u64);
+        let [l0, l1, l2] = self.params.lo.map(|l| l as u64);
+        vol.wrapping_sub((l0 * n1 * n2 + l1 * n2 + l2) * F32 as u64)
     }
 
     /// Launches kernel `name` with `threads` threads (grid-stride, at most 32 blocks per
@@ -407,8 +443,9 @@ impl CudaRay {
     ///   (chunk of 32 detector rows, segment, view, column, row) with one block per 256 threads,
     ///   so that the rays in flight come from a few neighbouring views and their taps stay in a
     ///   slab of one band of the volume, which L2 holds; the segments' partial sums are added
-    ///   atomically into the zeroed sinogram. With fewer rows `joseph_forward3_i32_f32`, one
-    ///   thread per ray.
+    ///   atomically into the zeroed sinogram; a piece's launch covers only the detector rows
+    ///   that can reach its slab ([`Self::piece`]). With fewer rows `joseph_forward3_i32_f32`,
+    ///   one thread per ray.
     /// - Otherwise (64-bit indices): `joseph_forward_f32`, one thread per ray.
     pub(crate) fn forward(
         &self,
@@ -443,6 +480,12 @@ impl CudaRay {
             ));
         }
         let rays = self.rays();
+        if self.unseen {
+            if !accumulate {
+                self.zero(sino, rays, "clearing the sinogram")?;
+            }
+            return Ok(());
+        }
         let vol = self.kernel_volume(vol);
         match (self.params.ndim, self.fits_i32()) {
             (2, true) => {
@@ -538,6 +581,9 @@ impl CudaRay {
             let voxels = self.params.shape.iter().product::<i64>() as usize;
             self.zero(vol, voxels, "clearing the volume")?;
         }
+        if self.unseen {
+            return Ok(());
+        }
         let vol = self.kernel_volume(vol);
         let rays = self.rays();
         match (self.params.ndim, self.fits_i32()) {
@@ -555,7 +601,10 @@ impl CudaRay {
     /// (then limited by the launch grids of the batched forward) or 3D with at least
     /// [`CHUNK_ROWS`] detector rows (the chunked kernels' batch axis: [`BATCH3_MAX`]).
     pub(crate) fn max_batch(&self) -> usize {
-        if !self.fits_i32() || self.params.lo0 != 0 {
+        if !self.fits_i32()
+            || self.params.lo != [0; 3]
+            || (self.params.row0, self.params.rows) != (0, self.params.nv)
+        {
             return 1;
         }
         if self.params.ndim == 3 {

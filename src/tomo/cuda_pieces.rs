@@ -12,8 +12,17 @@
 //! Two device buffers of each streamed kind alternate (one in transfer, one in use), ordered by
 //! events: a copy waits for the kernels that used its buffer last, a kernel for the copy that
 //! filled it. The host side of a transfer (pageable ↔ pinned) is done by several threads, chunk
-//! by chunk, while the DMA of the previous chunk runs. Device-resident inputs and outputs are
-//! used in place (a slab and a view group are contiguous runs of memory), so the same code
+//! by chunk, while the DMA of the previous chunk runs.
+//!
+//! The slabs lie along one axis of the volume, the geometry's [`VecGeometry::slab_axis`] for 3D
+//! (the rotation axis of circular and helical scans), so that each piece's kernels launch only
+//! the band of detector rows that can reach its slab ([`CudaRay::piece`]): the pieces of one
+//! view group then set up about as many rays as the whole transform, where slabs across the
+//! rotation axis each set up all of them. A slab along axis 0 (and a view group) is one
+//! contiguous run of memory; a slab along another axis is a run per line of the axes before
+//! it ([`Runs`]): the host side gathers and scatters those runs through the pinned buffers, and
+//! device-resident data go through a pitched device copy into and out of a slab buffer.
+//! Device-resident inputs and outputs that are contiguous are used in place, so the same code
 //! serves every mix of host and device data.
 
 use std::ffi::c_void;
@@ -34,6 +43,127 @@ const CHUNK: usize = 16 << 20;
 const RING: usize = 4;
 /// Bytes of an f32.
 const F32: usize = std::mem::size_of::<f32>();
+
+/// Where one piece's values lie in a whole array: `count` runs of `len` values, `pitch` values
+/// apart, the first at `offset`; packed one after the other in a piece's buffer. A view group,
+/// and a slab along axis 0, is one run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Runs {
+    offset: usize,
+    len: usize,
+    pitch: usize,
+    count: usize,
+}
+
+impl Runs {
+    /// One run of `len` values at `offset`.
+    fn contiguous(offset: usize, len: usize) -> Self {
+        Runs {
+            offset,
+            len,
+            pitch: len,
+            count: 1,
+        }
+    }
+
+    /// The slab `slab` along `axis` of a C-order array of `shape`.
+    pub(crate) fn slab(shape: [usize; 3], axis: usize, slab: &Range<usize>) -> Self {
+        let outer: usize = shape[..axis].iter().product();
+        let inner: usize = shape[axis + 1..].iter().product();
+        if outer <= 1 {
+            return Self::contiguous(slab.start * inner, slab.len() * inner);
+        }
+        Runs {
+            offset: slab.start * inner,
+            len: slab.len() * inner,
+            pitch: shape[axis] * inner,
+            count: outer,
+        }
+    }
+
+    /// The values of the piece.
+    pub(crate) fn total(&self) -> usize {
+        self.len * self.count
+    }
+
+    /// Whether the values are one run.
+    fn is_contiguous(&self) -> bool {
+        self.count <= 1 || self.pitch == self.len
+    }
+
+    /// Whether the runs lie within an array of `n` values.
+    fn within(&self, n: usize) -> bool {
+        self.count == 0
+            || (self.count - 1)
+                .checked_mul(self.pitch)
+                .and_then(|e| e.checked_add(self.offset))
+                .and_then(|e| e.checked_add(self.len))
+                .is_some_and(|e| e <= n)
+    }
+
+    /// Copies the packed values `[x0, x0 + n)` of the piece from the whole array at `whole`
+    /// into the packed buffer at `packed`, the runs in parallel.
+    ///
+    /// # Safety
+    /// `whole` must hold the runs and `packed` `n` values, disjoint from them.
+    unsafe fn gather(&self, whole: *const f32, packed: *mut f32, x0: usize, n: usize) {
+        // SAFETY: the caller's guarantees.
+        unsafe { self.copy(whole as usize, packed as usize, x0, n, true) }
+    }
+
+    /// Copies the packed values `[x0, x0 + n)` of the piece from the packed buffer at `packed`
+    /// into their places in the whole array at `whole`, the runs in parallel.
+    ///
+    /// # Safety
+    /// As [`Self::gather`].
+    unsafe fn scatter(&self, packed: *const f32, whole: *mut f32, x0: usize, n: usize) {
+        // SAFETY: the caller's guarantees.
+        unsafe { self.copy(whole as usize, packed as usize, x0, n, false) }
+    }
+
+    /// [`Self::gather`] (`gather`) or [`Self::scatter`] on addresses: only the destination is
+    /// written.
+    ///
+    /// # Safety
+    /// As [`Self::gather`].
+    unsafe fn copy(&self, whole: usize, packed: usize, x0: usize, n: usize, gather: bool) {
+        use rayon::prelude::*;
+        if n == 0 {
+            return;
+        }
+        if self.is_contiguous() {
+            let w = whole + (self.offset + x0) * F32;
+            // SAFETY: the caller's guarantees; one run of at least x0 + n values.
+            unsafe {
+                if gather {
+                    par_copy(w as *const u8, packed as *mut u8, n * F32);
+                } else {
+                    par_copy(packed as *const u8, w as *mut u8, n * F32);
+                }
+            }
+            return;
+        }
+        let first = x0 / self.len;
+        let last = (x0 + n - 1) / self.len;
+        (first..=last).into_par_iter().for_each(|j| {
+            let lo = (j * self.len).max(x0);
+            let hi = ((j + 1) * self.len).min(x0 + n);
+            let src = self.offset + j * self.pitch + (lo - j * self.len);
+            // SAFETY: run j holds the values [lo, hi) of the piece at `src` in the whole
+            // array, and the packed buffer the same values at lo - x0 (the caller); the runs'
+            // ranges are disjoint, so the threads write disjoint memory.
+            unsafe {
+                let w = (whole as *mut f32).add(src);
+                let p = (packed as *mut f32).add(lo - x0);
+                if gather {
+                    std::ptr::copy_nonoverlapping(w, p, hi - lo);
+                } else {
+                    std::ptr::copy_nonoverlapping(p, w, hi - lo);
+                }
+            }
+        });
+    }
+}
 
 /// Input data of a piecewise call: host memory, or a device address of the runner's GPU.
 pub(crate) enum In<'a> {
@@ -73,15 +203,27 @@ impl Ring {
         })
     }
 
-    /// Copies `src` to device address `dst` on `stream`: each chunk into a free pinned buffer
-    /// (several threads), then an asynchronous DMA; returns when the last DMA is queued.
+    /// Copies the piece `runs` of `src`, packed, to device address `dst` on `stream`: each
+    /// chunk into a free pinned buffer (several threads), then an asynchronous DMA; returns when
+    /// the last DMA is queued.
     ///
     /// # Safety
-    /// `dst` must address at least `src.len()` f32 values of this context, not used by other
+    /// `dst` must address at least `runs.total()` f32 values of this context, not used by other
     /// work until `stream`'s copies are done.
-    unsafe fn upload(&mut self, stream: &CudaStream, src: &[f32], dst: u64) -> Result<()> {
-        let bytes = std::mem::size_of_val(src);
-        let base = src.as_ptr() as *const u8;
+    unsafe fn upload(
+        &mut self,
+        stream: &CudaStream,
+        src: &[f32],
+        runs: Runs,
+        dst: u64,
+    ) -> Result<()> {
+        if !runs.within(src.len()) {
+            return Err(Error::invalid(format!(
+                "a piece {runs:?} beyond an array of {} values",
+                src.len()
+            )));
+        }
+        let bytes = runs.total() * F32;
         let mut off = 0usize;
         while off < bytes {
             let i = self.next;
@@ -90,10 +232,11 @@ impl Ring {
                 .synchronize()
                 .map_err(driver_err("waiting for a staging buffer"))?;
             let n = self.chunk.min(bytes - off);
-            // SAFETY: `src` holds `bytes` bytes; the pinned buffer holds `chunk` ≥ n bytes and
-            // its last DMA has finished (the event above).
+            // SAFETY: `src` holds the runs (checked above); the pinned buffer holds `chunk` ≥ n
+            // bytes (a whole number of values) and its last DMA has finished (the event above).
             unsafe {
-                par_copy(base.add(off), self.bufs[i].ptr(), n);
+                let packed = self.bufs[i].ptr() as *mut f32;
+                runs.gather(src.as_ptr(), packed, off / F32, n / F32);
                 sys::cuMemcpyHtoDAsync_v2(
                     dst + off as u64,
                     self.bufs[i].ptr() as *const c_void,
@@ -111,15 +254,28 @@ impl Ring {
         Ok(())
     }
 
-    /// Copies `dst.len()` values from device address `src` into `dst` through the pinned
-    /// buffers on `stream` (up to [`RING`] chunks in flight); returns when `dst` holds them.
+    /// Copies `runs.total()` packed values from device address `src` into their places `runs`
+    /// in `dst` through the pinned buffers on `stream` (up to [`RING`] chunks in flight);
+    /// returns when `dst` holds them.
     ///
     /// # Safety
-    /// `src` must address at least `dst.len()` f32 values of this context whose writes are
+    /// `src` must address at least `runs.total()` f32 values of this context whose writes are
     /// ordered before `stream`'s work.
-    unsafe fn download(&mut self, stream: &CudaStream, src: u64, dst: &mut [f32]) -> Result<()> {
-        let bytes = std::mem::size_of_val(dst);
-        let base = dst.as_mut_ptr() as *mut u8;
+    unsafe fn download(
+        &mut self,
+        stream: &CudaStream,
+        src: u64,
+        dst: &mut [f32],
+        runs: Runs,
+    ) -> Result<()> {
+        if !runs.within(dst.len()) {
+            return Err(Error::invalid(format!(
+                "a piece {runs:?} beyond an array of {} values",
+                dst.len()
+            )));
+        }
+        let bytes = runs.total() * F32;
+        let base = dst.as_mut_ptr();
         let chunks = bytes.div_ceil(self.chunk);
         let nb = self.bufs.len();
         let chunk = self.chunk;
@@ -152,8 +308,8 @@ impl Ring {
                 .synchronize()
                 .map_err(driver_err("device-to-host copy of a piece"))?;
             let (off, n) = span(k);
-            // SAFETY: the chunk's DMA has finished; `dst` holds `bytes` bytes.
-            unsafe { par_copy(self.bufs[i].ptr(), base.add(off), n) };
+            // SAFETY: the chunk's DMA has finished; `dst` holds the runs (checked above).
+            unsafe { runs.scatter(self.bufs[i].ptr() as *const f32, base, off / F32, n / F32) };
             if k + nb < chunks {
                 issue(self, k + nb)?;
             }
@@ -239,15 +395,19 @@ fn buffers(ctx: &DeviceCtx, count: usize, n: usize) -> Result<Vec<CudaSlice<f32>
     (0..count).map(|_| ctx.alloc_raw::<f32>(n)).collect()
 }
 
-/// The ray transform of one GPU as a plan of pieces: the slabs along the volume's first axis
+/// The ray transform of one GPU as a plan of pieces: the slabs along one axis of the volume
 /// and the view groups, each piece a [`CudaRay`] of its views on its slab.
 pub(crate) struct PieceRunner {
     ctx: Arc<DeviceCtx>,
+    /// The volume's shape (padded to three axes).
+    shape: [usize; 3],
+    /// The axis the slabs lie along.
+    axis: usize,
     slabs: Vec<Range<usize>>,
     groups: Vec<Range<usize>>,
     /// Group-major: the piece (group g, slab s) is `rays[g * slabs.len() + s]`.
     rays: Vec<CudaRay>,
-    /// Values per slice of the volume along axis 0.
+    /// Values per cell of thickness of a slab (the product of the other axes).
     slice_len: usize,
     /// Values per view of the data.
     view_len: usize,
@@ -255,13 +415,14 @@ pub(crate) struct PieceRunner {
 }
 
 impl PieceRunner {
-    /// The runner of `geom` on `grid` on GPU `id` in the pieces `slabs` × `groups` (each list
-    /// covering its axis in order). One piece is the whole transform (with its fast 2D
-    /// transpose).
+    /// The runner of `geom` on `grid` on GPU `id` in the pieces `slabs` (along `axis`) ×
+    /// `groups` (each list covering its axis in order). One piece is the whole transform (with
+    /// its fast 2D transpose).
     pub(crate) fn new(
         id: usize,
         geom: &VecGeometry,
         grid: &Grid,
+        axis: usize,
         slabs: Vec<Range<usize>>,
         groups: Vec<Range<usize>>,
     ) -> Result<Self> {
@@ -272,10 +433,14 @@ impl PieceRunner {
                 && r.windows(2).all(|w| w[0].end == w[1].start)
                 && r.iter().all(|x| x.start < x.end)
         };
-        if !covers(&slabs, grid.shape[0]) || !covers(&groups, geom.num_views()) {
+        if axis >= geom.ndim()
+            || !covers(&slabs, grid.shape[axis])
+            || !covers(&groups, geom.num_views())
+        {
             return Err(Error::invalid(format!(
-                "pieces {slabs:?} × {groups:?} do not cover {} slices and {} views",
-                grid.shape[0],
+                "pieces {slabs:?} (along axis {axis}) × {groups:?} do not cover a grid of {:?} \
+                 cells and {} views",
+                &grid.shape[..geom.ndim()],
                 geom.num_views()
             )));
         }
@@ -286,22 +451,30 @@ impl PieceRunner {
         } else {
             for g in &groups {
                 for s in &slabs {
-                    rays.push(CudaRay::piece(id, geom, g.clone(), grid, s.clone())?);
+                    rays.push(CudaRay::piece(id, geom, g.clone(), grid, axis, s.clone())?);
                 }
             }
         }
+        let shape = grid.shape;
         Ok(PieceRunner {
             ctx,
+            shape,
+            axis,
             slabs,
             groups,
             rays,
-            slice_len: grid.shape[1] * grid.shape[2],
+            slice_len: shape.iter().product::<usize>() / shape[axis].max(1),
             view_len: geom.nu() * geom.nv(),
             lanes: Mutex::new(None),
         })
     }
 
-    /// The slabs along axis 0.
+    /// The axis the slabs lie along.
+    pub(crate) fn axis(&self) -> usize {
+        self.axis
+    }
+
+    /// The slabs along [`Self::axis`].
     pub(crate) fn slabs(&self) -> &[Range<usize>] {
         &self.slabs
     }
@@ -319,6 +492,23 @@ impl PieceRunner {
         self.groups.iter().map(|g| g.len()).max().unwrap_or(0) * self.view_len
     }
 
+    /// Where slab `si` lies in the volume.
+    fn slab_runs(&self, si: usize) -> Runs {
+        Runs::slab(self.shape, self.axis, &self.slabs[si])
+    }
+
+    /// Where view group `gi` lies in the data.
+    fn group_runs(&self, gi: usize) -> Runs {
+        let g = &self.groups[gi];
+        Runs::contiguous(g.start * self.view_len, g.len() * self.view_len)
+    }
+
+    /// Whether the slabs are not contiguous in the volume (more than one, along an axis other
+    /// than the first), so that device-resident volumes go through a slab buffer.
+    fn strided(&self) -> bool {
+        self.slabs.len() > 1 && (0..self.slabs.len()).any(|s| !self.slab_runs(s).is_contiguous())
+    }
+
     /// Whether a forward piece needs a scratch buffer for its rows (its kernel stores instead
     /// of adding, and more than one slab adds into the rows).
     fn forward_scratch(&self) -> bool {
@@ -326,13 +516,15 @@ impl PieceRunner {
     }
 
     /// The device bytes a call takes beyond device-resident data: the streamed buffers of the
-    /// host-resident sides (two of a kind when the kind has more than one piece) and the
-    /// forward's scratch rows.
+    /// host-resident sides (two of a kind when the kind has more than one piece), the slab
+    /// buffer of a device-resident volume in strided slabs, and the forward's scratch rows.
     pub(crate) fn device_bytes(&self, host_volume: bool, host_data: bool, forward: bool) -> u128 {
         let two = |n: usize| if n > 1 { 2u128 } else { 1 };
         let mut b = 0u128;
         if host_volume {
             b += two(self.slabs.len()) * self.max_slab() as u128;
+        } else if self.strided() {
+            b += self.max_slab() as u128;
         }
         if host_data {
             b += two(self.groups.len()) * self.max_group() as u128;
@@ -362,11 +554,22 @@ impl PieceRunner {
     }
 
     fn volume_len(&self) -> usize {
-        self.slabs.last().map_or(0, |s| s.end) * self.slice_len
+        self.shape.iter().product()
     }
 
     fn data_len(&self) -> usize {
         self.groups.last().map_or(0, |g| g.end) * self.view_len
+    }
+
+    /// The slab buffers of a call: two for a host volume in more than one slab (one for one
+    /// slab), one for a device volume in strided slabs, none otherwise.
+    fn slab_buffers(&self, host_volume: bool) -> Result<Vec<CudaSlice<f32>>> {
+        let count = if host_volume {
+            self.slabs.len().min(2)
+        } else {
+            usize::from(self.strided())
+        };
+        buffers(&self.ctx, count, self.max_slab())
     }
 
     /// `sino = A vol`, piece by piece (see the [module](self)).
@@ -382,15 +585,9 @@ impl PieceRunner {
         let lanes = guard
             .as_mut()
             .ok_or_else(|| Error::Cuda("copy lanes missing".into()))?;
-        let ns = self.slabs.len();
         let ng = self.groups.len();
-        let host_vol = matches!(vol, In::Host(_));
         let host_sino = matches!(sino, Out::Host(_));
-        let slab_bufs = buffers(
-            &self.ctx,
-            if host_vol { ns.min(2) } else { 0 },
-            self.max_slab(),
-        )?;
+        let slab_bufs = self.slab_buffers(matches!(vol, In::Host(_)))?;
         let group_bufs = buffers(
             &self.ctx,
             if host_sino { ng.min(2) } else { 0 },
@@ -431,16 +628,25 @@ impl PieceRunner {
                 Out::Host(_) => addr(ctx, &group_bufs[gb.min(group_bufs.len() - 1)]),
                 Out::Device(base) => base + (g.start * self.view_len * F32) as u64,
             };
-            for (si, s) in self.slabs.iter().enumerate() {
+            for si in 0..ns {
                 let sb = if ns > 1 { k % 2 } else { 0 };
+                let runs = self.slab_runs(si);
                 let vptr = match &vol {
-                    In::Device(base) => base + (s.start * self.slice_len * F32) as u64,
+                    In::Device(base) if runs.is_contiguous() => base + (runs.offset * F32) as u64,
+                    In::Device(base) => {
+                        // A strided slab of a device volume: packed into the slab buffer on the
+                        // compute stream, ahead of its kernels.
+                        let p = addr(ctx, &slab_bufs[0]);
+                        // SAFETY: the volume holds the runs (the caller's device data of this
+                        // transform) and the buffer max_slab ≥ runs.total() values.
+                        unsafe { copy_device(runs, *base, p, true, compute)? };
+                        p
+                    }
                     In::Host(h) => {
                         let p = addr(ctx, &slab_bufs[sb]);
                         if ns > 1 || gi == 0 {
-                            let part = &h[s.start * self.slice_len..s.end * self.slice_len];
-                            // SAFETY: the buffer holds max_slab ≥ part.len() values.
-                            unsafe { upload(lanes, compute, part, p, sb)? };
+                            // SAFETY: the buffer holds max_slab ≥ runs.total() values.
+                            unsafe { upload(lanes, compute, h, runs, p, sb)? };
                         }
                         p
                     }
@@ -469,58 +675,60 @@ impl PieceRunner {
                     .record(compute)
                     .map_err(driver_err("recording a kernel"))?;
                 if let Some((pg, pb)) = pending.take() {
-                    self.download_rows(lanes, &mut sino, group_bufs, pg, pb)?;
+                    let runs = self.group_runs(pg);
+                    self.download(lanes, &mut sino, group_bufs, runs, pb)?;
                 }
                 pending = Some((gi, gb));
             }
         }
         if let Some((pg, pb)) = pending.take() {
-            self.download_rows(lanes, &mut sino, group_bufs, pg, pb)?;
+            let runs = self.group_runs(pg);
+            self.download(lanes, &mut sino, group_bufs, runs, pb)?;
         }
         Ok(())
     }
 
-    /// Downloads the values `span` of a host output from device buffer `buf` of `bufs` once the
-    /// kernels that wrote it (recorded in `lanes.done[buf]`) are done; nothing for a device
-    /// output.
+    /// Puts the values `runs` of an output from device buffer `buf` of `bufs` into their places
+    /// once the kernels that wrote it (recorded in `lanes.done[buf]`) are done: a host output
+    /// through the pinned buffers, a device output by a pitched copy on the compute stream
+    /// where the runs are strided, nothing for a contiguous device output (written in place).
     fn download(
         &self,
         lanes: &mut Lanes,
         out: &mut Out<'_>,
         bufs: &[CudaSlice<f32>],
-        span: Range<usize>,
+        runs: Runs,
         buf: usize,
     ) -> Result<()> {
-        let Out::Host(h) = out else {
-            return Ok(());
+        let h = match out {
+            Out::Device(_) if runs.is_contiguous() => return Ok(()),
+            Out::Device(base) => {
+                // SAFETY: the buffer holds the packed values, written by kernels queued before
+                // on the compute stream; the output holds the runs (the caller's device data).
+                return unsafe {
+                    copy_device(
+                        runs,
+                        *base,
+                        addr(&self.ctx, &bufs[0]),
+                        false,
+                        self.ctx.stream(),
+                    )
+                };
+            }
+            Out::Host(h) => h,
         };
         let buf = buf.min(bufs.len() - 1);
         lanes
             .down
             .wait(&lanes.done[buf])
             .map_err(driver_err("ordering a download"))?;
-        let part = &mut h[span];
         // SAFETY: the buffer holds these values, written by kernels ordered before the wait
         // above.
         unsafe {
             lanes
                 .down_ring
-                .download(&lanes.down, addr(&self.ctx, &bufs[buf]), part)
+                .download(&lanes.down, addr(&self.ctx, &bufs[buf]), h, runs)
         }
-    }
-
-    /// The rows of view group `gi` into a host output.
-    fn download_rows(
-        &self,
-        lanes: &mut Lanes,
-        sino: &mut Out<'_>,
-        group_bufs: &[CudaSlice<f32>],
-        gi: usize,
-        buf: usize,
-    ) -> Result<()> {
-        let g = &self.groups[gi];
-        let span = g.start * self.view_len..g.end * self.view_len;
-        self.download(lanes, sino, group_bufs, span, buf)
     }
 
     /// `vol = Aᵀ sino`, piece by piece (see the [module](self)).
@@ -536,20 +744,14 @@ impl PieceRunner {
         let lanes = guard
             .as_mut()
             .ok_or_else(|| Error::Cuda("copy lanes missing".into()))?;
-        let ns = self.slabs.len();
         let ng = self.groups.len();
         let host_sino = matches!(sino, In::Host(_));
-        let host_vol = matches!(vol, Out::Host(_));
         let group_bufs = buffers(
             &self.ctx,
             if host_sino { ng.min(2) } else { 0 },
             self.max_group(),
         )?;
-        let slab_bufs = buffers(
-            &self.ctx,
-            if host_vol { ns.min(2) } else { 0 },
-            self.max_slab(),
-        )?;
+        let slab_bufs = self.slab_buffers(matches!(vol, Out::Host(_)))?;
         let r = self.transpose_pieces(lanes, sino, vol, &group_bufs, &slab_bufs);
         let q = lanes.quiesce();
         r.and(q)
@@ -571,11 +773,13 @@ impl PieceRunner {
         lanes.order(&lanes.down, compute)?;
         let mut k = 0usize;
         let mut pending: Option<(usize, usize)> = None; // (slab, buffer) to download
-        for (si, s) in self.slabs.iter().enumerate() {
+        for si in 0..ns {
             let sb = si % 2;
+            let runs = self.slab_runs(si);
+            let in_place = matches!(vol, Out::Device(_)) && runs.is_contiguous();
             let vptr = match &vol {
-                Out::Host(_) => addr(ctx, &slab_bufs[sb.min(slab_bufs.len() - 1)]),
-                Out::Device(base) => base + (s.start * self.slice_len * F32) as u64,
+                Out::Device(base) if in_place => base + (runs.offset * F32) as u64,
+                _ => addr(ctx, &slab_bufs[sb.min(slab_bufs.len() - 1)]),
             };
             for (gi, g) in self.groups.iter().enumerate() {
                 let gb = if ng > 1 { k % 2 } else { 0 };
@@ -584,9 +788,8 @@ impl PieceRunner {
                     In::Host(h) => {
                         let p = addr(ctx, &group_bufs[gb]);
                         if ng > 1 || si == 0 {
-                            let rows = &h[g.start * self.view_len..g.end * self.view_len];
-                            // SAFETY: the buffer holds max_group ≥ rows.len() values.
-                            unsafe { upload(lanes, compute, rows, p, gb)? };
+                            // SAFETY: the buffer holds max_group ≥ the group's values.
+                            unsafe { upload(lanes, compute, h, self.group_runs(gi), p, gb)? };
                         }
                         p
                     }
@@ -600,34 +803,30 @@ impl PieceRunner {
                     .map_err(driver_err("recording a kernel"))?;
                 k += 1;
             }
-            if let Out::Host(_) = &vol {
-                lanes.done[sb]
-                    .record(compute)
-                    .map_err(driver_err("recording a kernel"))?;
-                if let Some((ps, pb)) = pending.take() {
-                    self.download_slab(lanes, &mut vol, slab_bufs, ps, pb)?;
+            match &vol {
+                Out::Host(_) => {
+                    lanes.done[sb]
+                        .record(compute)
+                        .map_err(driver_err("recording a kernel"))?;
+                    if let Some((ps, pb)) = pending.take() {
+                        let runs = self.slab_runs(ps);
+                        self.download(lanes, &mut vol, slab_bufs, runs, pb)?;
+                    }
+                    pending = Some((si, sb));
                 }
-                pending = Some((si, sb));
+                // A strided slab of a device volume: its buffer into place, on the compute
+                // stream before the next slab's kernels reuse it.
+                Out::Device(_) if !in_place => {
+                    self.download(lanes, &mut vol, slab_bufs, runs, 0)?
+                }
+                Out::Device(_) => {}
             }
         }
         if let Some((ps, pb)) = pending.take() {
-            self.download_slab(lanes, &mut vol, slab_bufs, ps, pb)?;
+            let runs = self.slab_runs(ps);
+            self.download(lanes, &mut vol, slab_bufs, runs, pb)?;
         }
         Ok(())
-    }
-
-    /// Slab `si` into a host output.
-    fn download_slab(
-        &self,
-        lanes: &mut Lanes,
-        vol: &mut Out<'_>,
-        slab_bufs: &[CudaSlice<f32>],
-        si: usize,
-        buf: usize,
-    ) -> Result<()> {
-        let s = &self.slabs[si];
-        let span = s.start * self.slice_len..s.end * self.slice_len;
-        self.download(lanes, vol, slab_bufs, span, buf)
     }
 }
 
@@ -635,16 +834,64 @@ fn host_rows(out: &Out<'_>) -> bool {
     matches!(out, Out::Host(_))
 }
 
-/// Uploads `part` into device buffer `buf` (address `p`) on the upload stream once the kernels
-/// that last read that buffer are done (`lanes.free[buf]`), and orders the compute stream after
-/// the upload (`lanes.ready[buf]`).
+/// Copies the piece `runs` between a whole device array at `whole` and a packed device buffer
+/// at `packed` (`gather`: whole → packed; else packed → whole) with one pitched copy on
+/// `stream`.
 ///
 /// # Safety
-/// `p` must address at least `part.len()` f32 values of the lanes' device.
+/// `whole` must address device memory of the current context holding the runs, `packed` at
+/// least `runs.total()` values, both ordered on `stream` with their other users.
+unsafe fn copy_device(
+    runs: Runs,
+    whole: u64,
+    packed: u64,
+    gather: bool,
+    stream: &CudaStream,
+) -> Result<()> {
+    if runs.total() == 0 {
+        return Ok(());
+    }
+    let at = whole + (runs.offset * F32) as u64;
+    let (src, src_pitch, dst, dst_pitch) = if gather {
+        (at, runs.pitch * F32, packed, runs.len * F32)
+    } else {
+        (packed, runs.len * F32, at, runs.pitch * F32)
+    };
+    let copy = sys::CUDA_MEMCPY2D {
+        srcXInBytes: 0,
+        srcY: 0,
+        srcMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+        srcHost: std::ptr::null(),
+        srcDevice: src,
+        srcArray: std::ptr::null_mut(),
+        srcPitch: src_pitch,
+        dstXInBytes: 0,
+        dstY: 0,
+        dstMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+        dstHost: std::ptr::null_mut(),
+        dstDevice: dst,
+        dstArray: std::ptr::null_mut(),
+        dstPitch: dst_pitch,
+        WidthInBytes: runs.len * F32,
+        Height: runs.count,
+    };
+    // SAFETY: both sides hold `count` rows of `len` values at their pitches (the caller).
+    unsafe { sys::cuMemcpy2DAsync_v2(&copy, stream.cu_stream()) }
+        .result()
+        .map_err(driver_err("a pitched device copy of a slab"))
+}
+
+/// Uploads the piece `runs` of `whole` into device buffer `buf` (address `p`) on the upload
+/// stream once the kernels that last read that buffer are done (`lanes.free[buf]`), and orders
+/// the compute stream after the upload (`lanes.ready[buf]`).
+///
+/// # Safety
+/// `p` must address at least `runs.total()` f32 values of the lanes' device.
 unsafe fn upload(
     lanes: &mut Lanes,
     compute: &CudaStream,
-    part: &[f32],
+    whole: &[f32],
+    runs: Runs,
     p: u64,
     buf: usize,
 ) -> Result<()> {
@@ -654,7 +901,7 @@ unsafe fn upload(
         .map_err(driver_err("ordering an upload"))?;
     // SAFETY: the buffer holds the values (the caller), and the kernels that read it last are
     // done (the wait above).
-    unsafe { lanes.up_ring.upload(&lanes.up, part, p)? };
+    unsafe { lanes.up_ring.upload(&lanes.up, whole, runs, p)? };
     lanes.ready[buf]
         .record(&lanes.up)
         .map_err(driver_err("recording an upload"))?;
@@ -668,13 +915,94 @@ mod tests {
     //! A profile of piece layouts on a GPU (ignored: it needs one, and it measures rather than
     //! checks). `RODL_PIECES_PROFILE=n` sets the cone problem of the benches (n³ volume, n
     //! views, detector 3n/2 × n); `RODL_PIECES_LAYOUTS="9x11,4x24"` the layouts, slabs × view
-    //! groups (even splits). Each layout is timed on device-resident data (the pieces' kernels
+    //! groups (even splits), `RODL_PIECES_AXIS` the slabs' axis (default: the geometry's
+    //! `slab_axis`, 2). Each layout is timed on device-resident data (the pieces' kernels
     //! alone) and on host data (with the transfers).
     use super::*;
     use crate::tomo::split::{even_plan, SplitProblem};
     use crate::tomo::Geometry;
     use crate::{uniform_discr, UniformPartition};
     use std::time::Instant;
+
+    /// A small cone (the ODL conventions: circular, axis 2) on GPU 0.
+    fn small_cone(n: usize) -> Result<(Geometry, Grid)> {
+        let space = uniform_discr::<f32>(&[-1.0; 3], &[1.0; 3], &[n, n, n])?;
+        let part = |lo: &[f64], hi: &[f64], k: &[usize]| UniformPartition::new(lo, hi, k);
+        let geometry = Geometry::cone_flat(
+            &part(&[0.0], &[2.0 * std::f64::consts::PI], &[n])?,
+            &part(&[-2.8284, -2.8859], &[2.8284, 2.8859], &[3 * n / 2, n])?,
+            4.0,
+            4.0,
+            0.0,
+            [0.0, 0.0, 1.0],
+            [0.0, 0.0],
+        )?;
+        Ok((geometry, Grid::of(space.partition()?)))
+    }
+
+    /// ‖a − b‖ / ‖b‖.
+    fn rel(a: &[f32], b: &[f32]) -> f64 {
+        let num: f64 = a.iter().zip(b).map(|(x, y)| ((x - y) as f64).powi(2)).sum();
+        let den: f64 = b.iter().map(|y| (*y as f64).powi(2)).sum();
+        (num / den).sqrt()
+    }
+
+    /// Slabs along axes 0, 1 and 2 (strided for 1 and 2) with device-resident and host data
+    /// equal the whole transform; the slabs along axis 2 launch bands of rows. Needs a GPU
+    /// (the crate's unit tests with the `cuda` feature run only where one is).
+    #[test]
+    fn slabs_along_every_axis_equal_the_whole_with_device_and_host_data() -> Result<()> {
+        let n = 40;
+        let (geometry, grid) = small_cone(n)?;
+        let geom = geometry.vec();
+        let nvol = n * n * n;
+        let nsino = geom.num_views() * geom.nu() * geom.nv();
+        let x: Vec<f32> = (0..nvol)
+            .map(|i| ((i * 7919) % 1000) as f32 / 1000.0)
+            .collect();
+        let y: Vec<f32> = (0..nsino)
+            .map(|i| ((i * 104729) % 997) as f32 / 997.0)
+            .collect();
+        let one = |r: Range<usize>| std::iter::once(r).collect::<Vec<_>>();
+        let whole = PieceRunner::new(0, geom, &grid, 0, one(0..n), one(0..geom.num_views()))?;
+        let (mut fw, mut aw) = (vec![0.0f32; nsino], vec![0.0f32; nvol]);
+        whole.forward(In::Host(&x), Out::Host(&mut fw))?;
+        whole.transpose(In::Host(&y), Out::Host(&mut aw))?;
+        let ctx = device_ctx(0)?;
+        let dx = ctx.stream().clone_htod(&x).map_err(driver_err("upload"))?;
+        let dy = ctx.stream().clone_htod(&y).map_err(driver_err("upload"))?;
+        let ds = ctx.alloc_raw::<f32>(nsino)?;
+        let dv = ctx.alloc_raw::<f32>(nvol)?;
+        for axis in 0..3 {
+            let slabs = vec![0..12, 12..13, 13..28, 28..n];
+            let groups = vec![0..7, 7..geom.num_views()];
+            let r = PieceRunner::new(0, geom, &grid, axis, slabs, groups)?;
+            let (mut f, mut a) = (vec![0.0f32; nsino], vec![0.0f32; nvol]);
+            r.forward(In::Host(&x), Out::Host(&mut f))?;
+            r.transpose(In::Host(&y), Out::Host(&mut a))?;
+            let (ef, ea) = (rel(&f, &fw), rel(&a, &aw));
+            r.forward(In::Device(addr(&ctx, &dx)), Out::Device(addr(&ctx, &ds)))?;
+            r.transpose(In::Device(addr(&ctx, &dy)), Out::Device(addr(&ctx, &dv)))?;
+            let f_dev = ctx
+                .stream()
+                .clone_dtoh(&ds)
+                .map_err(driver_err("download"))?;
+            let a_dev = ctx
+                .stream()
+                .clone_dtoh(&dv)
+                .map_err(driver_err("download"))?;
+            let (efd, ead) = (rel(&f_dev, &fw), rel(&a_dev, &aw));
+            eprintln!(
+                "axis {axis}: host forward {ef:.1e}, adjoint {ea:.1e}; device forward {efd:.1e},                  adjoint {ead:.1e}"
+            );
+            assert!(
+                ef <= 1e-6 && ea <= 1e-6 && efd <= 1e-6 && ead <= 1e-6,
+                "axis {axis}"
+            );
+        }
+        ctx.stream().synchronize().map_err(driver_err("sync"))?;
+        Ok(())
+    }
 
     #[test]
     #[ignore]
@@ -697,6 +1025,10 @@ mod tests {
         )?;
         let grid = Grid::of(space.partition()?);
         let geom = geometry.vec();
+        let axis = std::env::var("RODL_PIECES_AXIS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| geom.slab_axis());
         let nvol = n * n * n;
         let nsino = geom.num_views() * geom.nu() * geom.nv();
         let hvol = vec![1.0f32; nvol];
@@ -720,8 +1052,9 @@ mod tests {
                 .and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?)))
                 .ok_or_else(|| Error::invalid(format!("layout {l}")))?;
             let t0 = Instant::now();
-            let p = even_plan(&SplitProblem::of(&space, &geometry)?, k, m);
-            let r = PieceRunner::new(0, geom, &grid, p.slabs().to_vec(), p.view_groups().to_vec())?;
+            let p = even_plan(&SplitProblem::along(geom, &grid, axis), k, m);
+            let (slabs, groups) = (p.slabs().to_vec(), p.view_groups().to_vec());
+            let r = PieceRunner::new(0, geom, &grid, axis, slabs, groups)?;
             let setup = t0.elapsed().as_secs_f64();
             let time = |f: &mut dyn FnMut() -> Result<()>| -> Result<f64> {
                 let t = Instant::now();
@@ -735,7 +1068,7 @@ mod tests {
             let ah = time(&mut || r.transpose(In::Host(&hsino), Out::Host(&mut out_vol)))?;
             let gib = |b: u128| b as f64 / (1u64 << 30) as f64;
             println!(
-                "cone_{n} {k:>3} slabs x {m:>3} groups: device data forward {fd:8.1} ms, adjoint \
+                "cone_{n} {k:>3} slabs (axis {axis}) x {m:>3} groups: device data forward {fd:8.1} ms, adjoint \
                  {ad:8.1} ms; host data forward {fh:8.1} ms, adjoint {ah:8.1} ms (set-up {setup:.2} \
                  s, device buffers {:.2} / {:.2} GiB)",
                 gib(r.device_bytes(true, true, true)),

@@ -36,13 +36,19 @@ impl PieceRunner {
         _id: usize,
         _geom: &VecGeometry,
         _grid: &Grid,
+        _axis: usize,
         _slabs: Vec<Range<usize>>,
         _groups: Vec<Range<usize>>,
     ) -> Result<Self> {
         Err(unavailable())
     }
 
-    /// The slabs along axis 0.
+    /// The axis the slabs lie along.
+    pub(crate) fn axis(&self) -> usize {
+        match self.0 {}
+    }
+
+    /// The slabs along [`Self::axis`].
     pub(crate) fn slabs(&self) -> &[Range<usize>] {
         match self.0 {}
     }

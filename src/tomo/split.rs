@@ -1,7 +1,10 @@
 //! The piece planner: one ray-transform problem split into pieces that add up exactly.
 //!
 //! A piece is a contiguous group of views and a slab of the volume along its **first axis**
-//! (axis 0, the slowest in C order, so a slab is one contiguous run of memory). By linearity,
+//! (axis 0, the slowest in C order, so a slab is one contiguous run of memory). A backend that
+//! cuts slabs along another axis plans with that axis first in the problem's shape (the CUDA
+//! projector cuts 3D volumes along the rotation axis, where a slab is seen by a band of
+//! detector rows only, and moves the strided slabs itself). By linearity,
 //! with `x = Σ_s x_s` (`x_s`: `x` on slab `s`, zero elsewhere),
 //!
 //! * the forward transform of the views `g` is `(A x)[g] = Σ_s A_{g,s} x_s`, and
@@ -95,6 +98,7 @@
 
 use std::ops::Range;
 
+use super::geometry::VecGeometry;
 use super::grid::Grid;
 use super::{Backend, Geometry, RayTransform};
 use crate::{Device, Error, Result, Scalar, Space, UniformPartition};
@@ -173,6 +177,17 @@ impl SplitProblem {
             std::mem::size_of::<T>(),
         )
         .on(space.device()))
+    }
+
+    /// The problem of the ray transform of `geom` on `grid` in f32 with slabs along `axis`:
+    /// the problem's first axis is `axis` (its slices are the product of the other axes), so
+    /// that the plan's slabs are ranges along `axis`.
+    pub(crate) fn along(geom: &VecGeometry, grid: &Grid, axis: usize) -> Self {
+        let ndim = geom.ndim();
+        let shape: Vec<usize> = std::iter::once(grid.shape[axis])
+            .chain((0..ndim).filter(|&k| k != axis).map(|k| grid.shape[k]))
+            .collect();
+        SplitProblem::new(&shape, geom.num_views(), geom.nu() * geom.nv(), 4)
     }
 
     /// With `halo` cells of zero halo on each side of a slab.
@@ -308,7 +323,7 @@ impl SplitPlan {
 
 /// `n` split into `k` contiguous ranges whose lengths differ by at most one (the longer
 /// first).
-fn even(n: usize, k: usize) -> Vec<Range<usize>> {
+pub(crate) fn even(n: usize, k: usize) -> Vec<Range<usize>> {
     (0..k).map(|i| i * n / k..(i + 1) * n / k).collect()
 }
 

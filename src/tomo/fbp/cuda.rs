@@ -35,9 +35,12 @@ const ROWS_PER_PASS: u32 = 8;
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 struct FbpParams {
+    /// Columns (view, row) of all entries: entries · views · nv.
     ncols: i64,
     nu: i32,
     nv: i32,
+    /// Views per entry (the per-view weights repeat for every entry).
+    nviews: i64,
 }
 
 // SAFETY: plain-old-data with the C layout the kernels expect.
@@ -46,7 +49,7 @@ unsafe impl DeviceRepr for FbpParams {}
 /// How the ramp convolution runs.
 enum Method {
     /// cuFFT: plans, scratch and the frequency response.
-    Fft(FftFilter),
+    Fft(Box<FftFilter>),
     /// The direct convolution with the taps `t_d`, `d = −(nu−1) ..= nu−1`.
     Direct(CudaSlice<f64>),
 }
@@ -88,6 +91,7 @@ impl GpuFilter {
             ncols: i64::try_from(nviews * nv).map_err(|_| too_big("views × detector rows"))?,
             nu: i32::try_from(nu).map_err(|_| too_big("the detector width"))?,
             nv: i32::try_from(nv).map_err(|_| too_big("the detector height"))?,
+            nviews: i64::try_from(nviews.max(1)).map_err(|_| too_big("the number of views"))?,
         };
         let stream = ctx.stream();
         let upload = |v: &[f64]| -> Result<CudaSlice<f64>> {
@@ -105,9 +109,12 @@ impl GpuFilter {
             upload(after.au.as_deref().unwrap_or(&ones(nviews * nu)))?,
         ];
         let method = match cufft::method()? {
-            GpuFilterMethod::Fft => {
-                Method::Fft(FftFilter::new(&ctx, row, setup, Dtype::of::<T>()?)?)
-            }
+            GpuFilterMethod::Fft => Method::Fft(Box::new(FftFilter::new(
+                &ctx,
+                row,
+                setup,
+                Dtype::of::<T>()?,
+            )?)),
             GpuFilterMethod::DirectConvolution => {
                 if nu.div_ceil(TILE as usize) > 65535 {
                     return Err(too_big("the detector width"));
@@ -140,12 +147,14 @@ impl GpuFilter {
         self.ctx.id()
     }
 
-    /// `y = filter(x)` (or its adjoint) on the device.
+    /// `y = filter(x)` (or its adjoint) on the device, for `entries` data one after the other
+    /// in `x` and `y`: the rows of all entries in one sequence of launches.
     pub(crate) fn apply<T: Scalar>(
         &self,
         x: &DeviceTensor<T>,
         y: &mut DeviceTensor<T>,
         adjoint: bool,
+        entries: usize,
     ) -> Result<()> {
         for t in [x.ctx().id(), y.ctx().id()] {
             if t != self.ctx.id() {
@@ -165,10 +174,30 @@ impl GpuFilter {
                     y,
                     [&self.uv[pre], &self.au[pre]],
                     [&self.uv[post], &self.au[post]],
+                    entries,
                 )
             }
             Method::Direct(taps) => taps,
         };
+        let too_many = || Error::invalid(format!("FBP filter: a batch of {entries} entries"));
+        let params = FbpParams {
+            ncols: i64::try_from(entries)
+                .ok()
+                .and_then(|e| self.params.ncols.checked_mul(e))
+                .ok_or_else(too_many)?,
+            ..self.params
+        };
+        let n = (params.ncols as u64)
+            .checked_mul(params.nu as u64)
+            .ok_or_else(too_many)?;
+        if x.len() as u64 != n || y.len() as u64 != n {
+            return Err(Error::invalid(format!(
+                "FBP filter: data of {} and {} values for {entries} × {} values",
+                x.len(),
+                y.len(),
+                self.params.ncols as u64 * self.params.nu as u64
+            )));
+        }
         let rows = self.params.nv == 1;
         let name = match (rows, x.dtype().pick("f32", "f64")) {
             (true, "f32") => "fbp_filter_rows_f32",
@@ -177,9 +206,11 @@ impl GpuFilter {
             (false, _) => "fbp_filter_cols_f64",
         };
         let f = self.ctx.function(&FBP, name)?;
-        let gx = u32::try_from((self.params.ncols as u64).div_ceil(TILE as u64))
-            .map_err(|_| Error::Unsupported("too many views × detector rows".into()))?;
-        let gy = (self.params.nu as u32).div_ceil(TILE);
+        let gx = u32::try_from((params.ncols as u64).div_ceil(TILE as u64))
+            .ok()
+            .filter(|&g| g <= i32::MAX as u32)
+            .ok_or_else(|| Error::Unsupported("too many views × detector rows".into()))?;
+        let gy = (params.nu as u32).div_ceil(TILE);
         let cfg = LaunchConfig {
             grid_dim: (gx, gy, 1),
             block_dim: (TILE, ROWS_PER_PASS, 1),
@@ -193,10 +224,10 @@ impl GpuFilter {
             .arg(&self.au[pre])
             .arg(&self.uv[post])
             .arg(&self.au[post])
-            .arg(&self.params);
+            .arg(&params);
         // SAFETY: the kernel's signature is (const T*, T*, const double* ×5, FbpParams); `x` and
-        // `y` hold views · nu · nv values (they belong to the filter's space), the taps 2nu − 1,
-        // the uv tables nu · nv and the au tables views · nu.
+        // `y` hold entries · views · nu · nv values (checked above), the taps 2nu − 1, the uv
+        // tables nu · nv and the au tables views · nu (indexed by the view within its entry).
         unsafe { b.launch(cfg) }.map_err(driver_err(name))?;
         Ok(())
     }

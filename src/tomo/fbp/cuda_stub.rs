@@ -37,12 +37,13 @@ impl GpuFilter {
         match self.0 {}
     }
 
-    /// `y = filter(x)` (or its adjoint) on the device.
+    /// `y = filter(x)` (or its adjoint) on the device, for `entries` data one after the other.
     pub(crate) fn apply<T: Scalar>(
         &self,
         _x: &DeviceTensor<T>,
         _y: &mut DeviceTensor<T>,
         _adjoint: bool,
+        _entries: usize,
     ) -> Result<()> {
         match self.0 {}
     }

@@ -1,5 +1,6 @@
 //! The FBP filter on a GPU through cuFFT (crate feature `cuda`): batched real-to-complex and
-//! complex-to-real transforms of all detector rows of all views, in place in a scratch buffer,
+//! complex-to-real transforms of all detector rows of all views (of all entries of a batch of
+//! data: more rows, the same plans), in place in a scratch buffer,
 //! with the host filter's padded length and frequency response (`kernels/fbp_fft.cu`).
 //!
 //! cuFFT is loaded at run time through cudarc (dynamic loading), like the driver and NVRTC.
@@ -8,9 +9,12 @@
 //! symbol, is never reached without it; see [`super::gpu_method`] for the choice between cuFFT
 //! and the direct convolution (`RODL_CUFFT`).
 //!
-//! The scratch buffer, the cuFFT plans and their work area are made once at construction. Rows
-//! are processed in batches of at most [`SCRATCH_BYTES`] of scratch, so that large data need
-//! no scratch of their own size.
+//! The scratch buffer, the cuFFT plans and their work area for one entry's data are made once at
+//! construction. Rows are processed in batches of at most [`SCRATCH_BYTES`] of scratch, so that
+//! large data need no scratch of their own size. A batch of entries with more rows than one
+//! entry's gets plans and scratch for as many rows per pass as fit that budget, made on its
+//! first call and kept (made anew only for a batch that wants more rows per pass), so that the
+//! rows of all entries go through a few large transforms rather than one pass per entry.
 
 use std::ffi::{c_int, OsString};
 use std::panic::catch_unwind;
@@ -116,6 +120,13 @@ pub(crate) fn method() -> Result<GpuFilterMethod> {
         .map_err(Error::CudaUnavailable)
 }
 
+/// Rows per pass for `nrows` rows at most `max_rows` at a time: the fewest passes, rows split
+/// evenly over them.
+fn rows_per_pass(nrows: usize, max_rows: usize) -> usize {
+    let passes = nrows.max(1).div_ceil(max_rows.max(1));
+    nrows.max(1).div_ceil(passes)
+}
+
 fn cufft_err(what: &str) -> impl FnOnce(fft::CufftError) -> Error + '_ {
     move |e| Error::Cuda(format!("{what}: cuFFT {:?}", e.0))
 }
@@ -124,9 +135,12 @@ fn cufft_err(what: &str) -> impl FnOnce(fft::CufftError) -> Error + '_ {
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 struct FftParams {
+    /// Detector rows of all entries of a call: entries · views · nv.
     nrows: i64,
     row0: i64,
     batch: i64,
+    /// Views per entry (the per-view weights repeat for every entry).
+    nviews: i64,
     nu: i32,
     nv: i32,
     len: i32,
@@ -154,80 +168,31 @@ enum Scratch {
     F64(CudaSlice<f64>),
 }
 
-/// What one transform sequence uses exclusively (one caller at a time).
+/// What one transform sequence uses exclusively (one caller at a time): plans for `rows`
+/// transforms and their scratch.
 struct State {
     /// Plans before the work area they use, so that they are destroyed first.
     r2c: Plan,
     c2r: Plan,
     scratch: Scratch,
     _work: Option<CudaSlice<u8>>,
+    /// Rows per pass (the plans' batch).
+    rows: usize,
 }
 
-/// The cuFFT path of the GPU filter on one device.
-pub(super) struct FftFilter {
-    dtype: Dtype,
-    params: FftParams,
-    /// The host filter's real response at the bins `0 ..= len/2` (the `1/len` included).
-    spectrum: CudaSlice<f64>,
-    state: Mutex<State>,
-}
-
-impl FftFilter {
-    /// Plans the transforms of `row`'s padded length for the rows of `setup`'s data in `dtype`,
-    /// uploads the frequency response and allocates the scratch (at most [`SCRATCH_BYTES`]) and
-    /// cuFFT's work area. The plans run on the device's stream.
-    pub(super) fn new(
-        ctx: &Arc<DeviceCtx>,
-        row: &RowFilter,
-        setup: &Setup,
-        dtype: Dtype,
-    ) -> Result<Self> {
-        let too_big =
-            |what: &str| Error::Unsupported(format!("{what} exceeds the cuFFT filter's range"));
-        let len = row.len();
-        let nc = len / 2 + 1;
-        let ld = 2 * nc;
-        let nrows = setup.nviews * setup.nv;
-        let real = match dtype {
-            Dtype::F32 => 4,
-            Dtype::F64 => 8,
-        };
-        let row_bytes = ld * real;
-        let max_batch = (SCRATCH_BYTES / row_bytes).clamp(1, i32::MAX as usize);
-        let nbatch = nrows.max(1).div_ceil(max_batch);
-        let batch = nrows.max(1).div_ceil(nbatch);
-        let as_i32 = |v: usize, what: &str| i32::try_from(v).map_err(|_| too_big(what));
-        let params = FftParams {
-            nrows: i64::try_from(nrows).map_err(|_| too_big("views × detector rows"))?,
-            row0: 0,
-            batch: batch as i64,
-            nu: as_i32(setup.nu, "the detector width")?,
-            nv: as_i32(setup.nv, "the detector height")?,
-            len: as_i32(len, "the padded row length")?,
-            nc: as_i32(nc, "the padded row length")?,
-            ld: as_i32(ld, "the padded row length")?,
-            pad: 0,
-        };
-        let batch_i = as_i32(batch, "the batch of rows")?;
-        if ld.div_ceil(TILE as usize) > 65535 {
-            return Err(too_big("the padded row length"));
-        }
-        let spectrum = row.spectrum();
-        if spectrum.len() != nc {
-            return Err(Error::Cuda(format!(
-                "FBP filter: {} frequency samples for {nc} bins",
-                spectrum.len()
-            )));
-        }
-        let stream = ctx.stream();
-        let spectrum = stream
-            .clone_htod(spectrum)
-            .map_err(driver_err("uploading the FBP filter's response"))?;
+impl State {
+    /// Plans the transforms of `p`'s length for `rows` rows in `dtype` with a shared work
+    /// area, on the device's stream, and allocates their scratch.
+    fn plan(ctx: &DeviceCtx, dtype: Dtype, p: &FftParams, rows: usize) -> Result<Self> {
+        let batch_i = i32::try_from(rows).map_err(|_| {
+            Error::Unsupported("the batch of rows exceeds the cuFFT filter's range".into())
+        })?;
+        let ld = p.ld as usize;
         let scratch = match dtype {
-            Dtype::F32 => Scratch::F32(ctx.alloc_raw::<f32>(batch * ld)?),
-            Dtype::F64 => Scratch::F64(ctx.alloc_raw::<f64>(batch * ld)?),
+            Dtype::F32 => Scratch::F32(ctx.alloc_raw::<f32>(rows * ld)?),
+            Dtype::F64 => Scratch::F64(ctx.alloc_raw::<f64>(rows * ld)?),
         };
-        // Plans with a shared work area, on the device's stream.
+        let stream = ctx.stream();
         ctx.bind()?;
         let (fwd, inv) = match dtype {
             Dtype::F32 => (fft_sys::cufftType::CUFFT_R2C, fft_sys::cufftType::CUFFT_C2R),
@@ -235,7 +200,7 @@ impl FftFilter {
         };
         let make = |kind, idist: c_int, odist: c_int| -> Result<(Plan, usize)> {
             let plan = Plan(fft::create().map_err(cufft_err("creating a cuFFT plan"))?);
-            let mut n = [params.len];
+            let mut n = [p.len];
             let mut inembed = [idist];
             let mut onembed = [odist];
             // SAFETY: a fresh plan; the arrays live through the calls.
@@ -262,22 +227,104 @@ impl FftFilter {
                 .map_err(cufft_err("setting the cuFFT stream"))?;
             Ok((plan, work))
         };
-        let (r2c, w1) = make(fwd, params.ld, params.nc)?;
-        let (c2r, w2) = make(inv, params.nc, params.ld)?;
+        let (r2c, w1) = make(fwd, p.ld, p.nc)?;
+        let (c2r, w2) = make(inv, p.nc, p.ld)?;
         let bytes = w1.max(w2);
         let mut work = None;
         if bytes > 0 {
             let mut w = ctx.alloc_raw::<u8>(bytes)?;
             let (ptr, _g) = w.device_ptr_mut(stream);
-            for p in [&r2c, &c2r] {
+            for plan in [&r2c, &c2r] {
                 // SAFETY: `w` holds the larger of the two plans' work sizes and lives (in the
                 // state, after the plans) as long as they do.
-                unsafe { fft::set_work_area(p.0, ptr as *mut std::ffi::c_void) }
+                unsafe { fft::set_work_area(plan.0, ptr as *mut std::ffi::c_void) }
                     .map_err(cufft_err("setting the cuFFT work area"))?;
             }
             drop(_g);
             work = Some(w);
         }
+        Ok(Self {
+            r2c,
+            c2r,
+            scratch,
+            _work: work,
+            rows,
+        })
+    }
+}
+
+/// The transform states of a filter: the one for the rows of one entry's data, made at
+/// construction, and one for batches of entries with more rows, made on the first such call and
+/// made anew (larger) only when a batch needs more rows per pass than it has.
+struct States {
+    one: State,
+    batch: Option<State>,
+}
+
+/// The cuFFT path of the GPU filter on one device.
+pub(super) struct FftFilter {
+    dtype: Dtype,
+    /// The parameters of one entry's data (`batch`: the rows per pass of `States::one`).
+    params: FftParams,
+    /// The most rows per pass within [`SCRATCH_BYTES`].
+    max_rows: usize,
+    /// The host filter's real response at the bins `0 ..= len/2` (the `1/len` included).
+    spectrum: CudaSlice<f64>,
+    state: Mutex<States>,
+}
+
+impl FftFilter {
+    /// Plans the transforms of `row`'s padded length for the rows of `setup`'s data in `dtype`,
+    /// uploads the frequency response and allocates the scratch (at most [`SCRATCH_BYTES`]) and
+    /// cuFFT's work area. The plans run on the device's stream.
+    pub(super) fn new(
+        ctx: &Arc<DeviceCtx>,
+        row: &RowFilter,
+        setup: &Setup,
+        dtype: Dtype,
+    ) -> Result<Self> {
+        let too_big =
+            |what: &str| Error::Unsupported(format!("{what} exceeds the cuFFT filter's range"));
+        let len = row.len();
+        let nc = len / 2 + 1;
+        let ld = 2 * nc;
+        let nrows = setup.nviews * setup.nv;
+        let real = match dtype {
+            Dtype::F32 => 4,
+            Dtype::F64 => 8,
+        };
+        let row_bytes = ld * real;
+        let max_rows = (SCRATCH_BYTES / row_bytes).clamp(1, i32::MAX as usize);
+        let batch = rows_per_pass(nrows, max_rows);
+        let as_i32 = |v: usize, what: &str| i32::try_from(v).map_err(|_| too_big(what));
+        let params = FftParams {
+            nrows: i64::try_from(nrows).map_err(|_| too_big("views × detector rows"))?,
+            row0: 0,
+            batch: batch as i64,
+            nviews: i64::try_from(setup.nviews.max(1))
+                .map_err(|_| too_big("the number of views"))?,
+            nu: as_i32(setup.nu, "the detector width")?,
+            nv: as_i32(setup.nv, "the detector height")?,
+            len: as_i32(len, "the padded row length")?,
+            nc: as_i32(nc, "the padded row length")?,
+            ld: as_i32(ld, "the padded row length")?,
+            pad: 0,
+        };
+        if ld.div_ceil(TILE as usize) > 65535 {
+            return Err(too_big("the padded row length"));
+        }
+        let spectrum = row.spectrum();
+        if spectrum.len() != nc {
+            return Err(Error::Cuda(format!(
+                "FBP filter: {} frequency samples for {nc} bins",
+                spectrum.len()
+            )));
+        }
+        let spectrum = ctx
+            .stream()
+            .clone_htod(spectrum)
+            .map_err(driver_err("uploading the FBP filter's response"))?;
+        let one = State::plan(ctx, dtype, &params, batch)?;
         // Compile now, so that a compilation problem shows at construction.
         ctx.function(
             &FFT,
@@ -286,17 +333,15 @@ impl FftFilter {
         Ok(Self {
             dtype,
             params,
+            max_rows,
             spectrum,
-            state: Mutex::new(State {
-                r2c,
-                c2r,
-                scratch,
-                _work: work,
-            }),
+            state: Mutex::new(States { one, batch: None }),
         })
     }
 
-    /// `y = post ⊙ K(pre ⊙ x)` with the tables `pre = (uv, au)` and `post`, batch by batch.
+    /// `y = post ⊙ K(pre ⊙ x)` with the tables `pre = (uv, au)` and `post`, for `entries` data
+    /// one after the other in `x` and `y`: the rows of all entries, batch of rows by batch of
+    /// rows (the scratch's), the per-view weights repeating for every entry.
     pub(super) fn apply<T: Scalar>(
         &self,
         ctx: &DeviceCtx,
@@ -304,19 +349,30 @@ impl FftFilter {
         y: &mut DeviceTensor<T>,
         pre: [&CudaSlice<f64>; 2],
         post: [&CudaSlice<f64>; 2],
+        entries: usize,
     ) -> Result<()> {
         if x.dtype() != self.dtype || y.dtype() != self.dtype {
             return Err(Error::Unsupported(
                 "the GPU FBP filter was built for another scalar type".into(),
             ));
         }
-        let p = self.params;
-        let n = (p.nrows as usize) * (p.nu as usize);
-        if x.len() != n || y.len() != n {
+        let too_many = || Error::invalid(format!("FBP filter: a batch of {entries} entries"));
+        let p = FftParams {
+            nrows: i64::try_from(entries)
+                .ok()
+                .and_then(|e| self.params.nrows.checked_mul(e))
+                .ok_or_else(too_many)?,
+            ..self.params
+        };
+        let n = (p.nrows as u64)
+            .checked_mul(p.nu as u64)
+            .ok_or_else(too_many)?;
+        if x.len() as u64 != n || y.len() as u64 != n {
             return Err(Error::invalid(format!(
-                "FBP filter: data of {} and {} values for {n}",
+                "FBP filter: data of {} and {} values for {entries} × {} values",
                 x.len(),
-                y.len()
+                y.len(),
+                self.params.nrows as u64 * self.params.nu as u64
             )));
         }
         let cols = p.nv > 1;
@@ -338,7 +394,36 @@ impl FftFilter {
             }),
         )?;
         let spectrum = ctx.function(&FFT, &name("fbp_fft_spectrum"))?;
-        let batch = p.batch as usize;
+        let stream = ctx.stream();
+        let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let states = &mut *guard;
+        ctx.bind()?;
+        let total = p.nrows as usize;
+        let st = if total <= states.one.rows {
+            &mut states.one
+        } else {
+            // A batch of entries: as many rows per pass as fit the budget, in a state made for
+            // batches (anew when it has fewer rows per pass than this batch wants).
+            let want = rows_per_pass(total, self.max_rows);
+            if states.batch.as_ref().is_none_or(|b| b.rows < want) {
+                // Free the smaller scratch before making the larger one.
+                states.batch = None;
+                states.batch = Some(State::plan(ctx, self.dtype, &self.params, want)?);
+            }
+            match states.batch.as_mut() {
+                Some(b) => b,
+                None => {
+                    return Err(Error::Cuda(
+                        "FBP filter: no cuFFT plan for the batch".into(),
+                    ))
+                }
+            }
+        };
+        let batch = st.rows;
+        let p = FftParams {
+            batch: batch as i64,
+            ..p
+        };
         let tiled = |width: usize| -> Result<LaunchConfig> {
             let gx = u32::try_from(batch.div_ceil(TILE as usize))
                 .map_err(|_| Error::Unsupported("too many detector rows per batch".into()))?;
@@ -357,10 +442,6 @@ impl FftFilter {
             )
         };
         let spectrum_cfg = ctx.launch_cfg(batch * p.nc as usize);
-        let stream = ctx.stream();
-        let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let st = &mut *guard;
-        ctx.bind()?;
         let nbatch = (p.nrows as usize).max(1).div_ceil(batch);
         for b in 0..nbatch {
             let q = FftParams {

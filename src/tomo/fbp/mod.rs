@@ -3,7 +3,10 @@
 //!
 //! Because the back-projection is the ray transform's own (exact) adjoint, an FBP operator is an
 //! ordinary [`LinOp`] that composes with everything and runs wherever the ray transform runs
-//! (CPU or GPU, host or device data).
+//! (CPU or GPU, host or device data). The filter has a batched form
+//! ([`BatchedOperator`](crate::BatchedOperator)), so FBP has one wherever the ray transform's
+//! adjoint has one (the CUDA ray transform; not the exact 2D fan-beam form, whose volume factors
+//! have none): a batch of sinograms is reconstructed in one pass.
 //!
 //! # The filter
 //!

@@ -12,11 +12,18 @@ use super::FbpOptions;
 use crate::operator::NormCache;
 use crate::storage::Storage;
 use crate::tomo::Geometry;
-use crate::{Device, Element, Error, LinOp, LinearOperator, Operator, Result, Scalar, Space};
+use crate::{
+    BatchedOperator, Device, Element, Error, LinOp, LinearOperator, Operator, Result, Scalar, Space,
+};
+
+/// The most detector rows (entries × views × rows per view) one batched call filters: the row
+/// count stays within 32-bit range, which keeps the GPU kernels' launch grids in theirs.
+const MAX_BATCH_ROWS: usize = i32::MAX as usize;
 
 pub(super) struct Inner<T: Scalar> {
     pub(super) space: Space<T>,
     pub(super) row: Arc<RowFilter>,
+    pub(super) nviews: usize,
     pub(super) nu: usize,
     pub(super) nv: usize,
     /// Weights applied before the ramp filter (after it in the adjoint).
@@ -43,6 +50,16 @@ pub(super) struct Inner<T: Scalar> {
 /// and frequency response, or, where cuFFT cannot be loaded, by a direct (Toeplitz) convolution
 /// with the same taps ([`FbpFilter::gpu_method`] says which; `RODL_CUFFT` chooses, see
 /// [`GpuFilterMethod`](super::GpuFilterMethod)).
+///
+/// The filter and its adjoint have a [batched form](Operator::batched): a batch of data is just
+/// more detector rows, filtered in the same pass (rayon over the rows of all entries on the
+/// host; on a GPU one sequence of launches over the rows of all entries, in the cuFFT path's
+/// scratch-sized groups of rows). [`BatchedOperator::max_batch`] is as many entries as keep the
+/// rows of a batch (entries × views × rows per view) within `2³¹ − 1`. So
+/// [`fbp_op`](super::fbp_op) has a batched form wherever the ray transform's adjoint has one
+/// (the CUDA ray transform; the host ray transform has none), except for 2D fan beams, whose
+/// exact FBP multiplies by volume factors ([`MultiplyOperator`](crate::MultiplyOperator), no
+/// batched form).
 ///
 /// [`FilterType`]: super::FilterType
 ///
@@ -97,6 +114,7 @@ impl<T: Scalar> FbpFilter<T> {
             inner: Arc::new(Inner {
                 space,
                 row,
+                nviews: setup.nviews,
                 nu: setup.nu,
                 nv: setup.nv,
                 before: term.before,
@@ -167,16 +185,20 @@ impl<T: Scalar> Inner<T> {
         }
     }
 
+    /// The filter on host data of one or more entries (whole views, one after the other),
+    /// rows in parallel.
     fn apply_host(&self, x: &[T], out: &mut [T], adjoint: bool) {
         let (pre, post) = self.sides(adjoint);
-        let (nu, nv) = (self.nu, self.nv);
+        let (nviews, nu, nv) = (self.nviews.max(1), self.nu, self.nv);
         let view = nu * nv;
         out.par_chunks_mut(view)
             .zip(x.par_chunks(view))
             .enumerate()
             .for_each_init(
                 || self.row.buffers(),
-                |b, (a, (o, xa))| {
+                |b, (k, (o, xa))| {
+                    // View `k` of the batch is view `a` of its entry.
+                    let a = k % nviews;
                     for j in 0..nv {
                         for i in 0..nu {
                             b.real[i] = xa[i * nv + j].f64() * pre.at(a, i, j, nu, nv);
@@ -190,7 +212,42 @@ impl<T: Scalar> Inner<T> {
             );
     }
 
-    fn apply(&self, x: &Element<T>, out: &mut Element<T>, adjoint: bool) -> Result<()> {
+    /// The most entries of a batch in one call (at least 1).
+    fn max_batch(&self) -> usize {
+        (MAX_BATCH_ROWS / (self.nviews * self.nv).max(1)).max(1)
+    }
+
+    /// Errors unless `batch` is 1 to [`Self::max_batch`] entries and `e` a tensor of `batch`
+    /// entries of the data space (shape `[batch, …]`).
+    fn check_batch(&self, what: &str, e: &Element<T>, batch: usize) -> Result<()> {
+        let max = self.max_batch();
+        if batch == 0 || batch > max {
+            return Err(Error::invalid(format!(
+                "FbpFilter: a batch of {batch} (1 to {max} in one pass)"
+            )));
+        }
+        let mut want = vec![batch];
+        want.extend_from_slice(self.space.shape()?);
+        let got = e.shape()?;
+        if got != want.as_slice() {
+            return Err(Error::Shape {
+                context: format!("FbpFilter: {what}, a batch of {batch}"),
+                expected: want,
+                got: got.to_vec(),
+            });
+        }
+        Ok(())
+    }
+
+    /// The filter (or its adjoint) of `entries` data one after the other in `x`, into `out`
+    /// (lengths checked by the callers).
+    fn apply(
+        &self,
+        x: &Element<T>,
+        out: &mut Element<T>,
+        adjoint: bool,
+        entries: usize,
+    ) -> Result<()> {
         let xs = x.storage("FbpFilter: input")?;
         let os = out.storage_mut("FbpFilter: output")?;
         let mismatch = |got: String| Error::DeviceMismatch {
@@ -200,7 +257,7 @@ impl<T: Scalar> Inner<T> {
         };
         match &self.gpu {
             Some(g) => Storage::on_gpu(g.device(), xs, os, "FbpFilter", |a, b| {
-                g.apply(a, b, adjoint)
+                g.apply(a, b, adjoint, entries)
             }),
             None => {
                 let got = format!("{} and {}", xs.device(), os.device());
@@ -221,10 +278,13 @@ impl<T: Scalar> Operator<T> for FbpFilter<T> {
         &self.inner.space
     }
     fn evaluate(&self, x: &Element<T>, out: &mut Element<T>) -> Result<()> {
-        self.inner.apply(x, out, self.adjoint)
+        self.inner.apply(x, out, self.adjoint, 1)
     }
     fn is_linear(&self) -> bool {
         true
+    }
+    fn batched(&self) -> Option<&dyn BatchedOperator<T>> {
+        (self.inner.max_batch() > 1).then_some(self as &dyn BatchedOperator<T>)
     }
     fn name(&self) -> String {
         if self.adjoint {
@@ -232,6 +292,22 @@ impl<T: Scalar> Operator<T> for FbpFilter<T> {
         } else {
             "FbpFilter".into()
         }
+    }
+}
+
+/// The filter (or its adjoint) of a batch of data: the rows of all entries in one pass. Errors
+/// for a batch of 0 or above [`BatchedOperator::max_batch`], for tensors that are not `batch`
+/// entries of the data space (shape `[batch, …data shape]`), and for tensors on another device
+/// than the space's (host tensors for a GPU space are copied in and out, as in
+/// [`Operator::apply`]).
+impl<T: Scalar> BatchedOperator<T> for FbpFilter<T> {
+    fn max_batch(&self) -> usize {
+        self.inner.max_batch()
+    }
+    fn apply_batch(&self, x: &Element<T>, out: &mut Element<T>, batch: usize) -> Result<()> {
+        self.inner.check_batch("input", x, batch)?;
+        self.inner.check_batch("output", out, batch)?;
+        self.inner.apply(x, out, self.adjoint, batch)
     }
 }
 

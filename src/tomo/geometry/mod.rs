@@ -6,6 +6,7 @@
 //! rotation axis in 3D); fan and cone sources sit at `−src_radius·e_y` and the detector centre at
 //! `+det_radius·e_y`. A helical `pitch` is the shift along the axis per full turn.
 
+mod footprint;
 mod helpers;
 mod spec;
 mod subset;

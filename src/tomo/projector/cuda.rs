@@ -23,6 +23,7 @@ use crate::tomo::geometry::VecGeometry;
 use crate::tomo::grid::Grid;
 use crate::tomo::split::{candidate_counts, even_plan, plan, Piece, SplitPlan, SplitProblem};
 use crate::{Device, Error, Result, Scalar};
+use std::ops::Range;
 
 /// View groups a 3D host-data transform is cut into at least, so that the copies of one group
 /// overlap the kernels of the next.
@@ -60,20 +61,22 @@ fn forward_adds(geom: &VecGeometry, grid: &Grid) -> bool {
 }
 
 /// The slabs and view groups of a host-data transform of `geom` on `grid` under `budget`
-/// bytes of GPU `id`: the whole problem when the volume and the data fit (the views of a 3D
-/// problem in [`OVERLAP_GROUPS`] groups); else the whole volume with the views in groups when
-/// the volume fits beside two groups' data; else, among the planner's candidates with two
-/// buffers of each kind (one in transfer, one in use) and, where a forward piece stores instead
-/// of adding, a third of the data's for its scratch rows, the one of least [`layout_cost`].
+/// bytes of GPU `id`, the slabs along the geometry's [`VecGeometry::slab_axis`]: the whole
+/// problem when the volume and the data fit (the views of a 3D problem in [`OVERLAP_GROUPS`]
+/// groups); else the whole volume with the views in groups when the volume fits beside two
+/// groups' data; else, among the planner's candidates with two buffers of each kind (one in
+/// transfer, one in use) and, where a forward piece stores instead of adding, a third of the
+/// data's for its scratch rows, the one of least [`layout_cost`], its slabs along axis 2 cut
+/// at multiples of 4 cells where that still fits (the profile transpose's vector path).
 fn plan_pieces(id: usize, budget: u64, geom: &VecGeometry, grid: &Grid) -> Result<PieceLayout> {
     let ndim = geom.ndim();
     let views = geom.num_views();
-    let problem = SplitProblem::new(&grid.shape[..ndim], views, geom.nu() * geom.nv(), 4)
-        .on(Device::Cuda(id));
-    let n0 = grid.shape[0];
+    let axis = geom.slab_axis();
+    let problem = SplitProblem::along(geom, grid, axis).on(Device::Cuda(id));
+    let n = grid.shape[axis];
     let whole = Piece {
         views: 0..views,
-        slab: 0..n0,
+        slab: 0..n,
     };
     if problem.piece_bytes(&whole) <= budget as u128 {
         let groups = if ndim == 3 {
@@ -84,18 +87,17 @@ fn plan_pieces(id: usize, budget: u64, geom: &VecGeometry, grid: &Grid) -> Resul
         // The planner's own split for a budget that holds the volume and one group's rows.
         let one_group = Piece {
             views: 0..views.div_ceil(groups),
-            slab: 0..n0,
+            slab: 0..n,
         };
         let bytes = problem.piece_bytes(&one_group).min(u64::MAX as u128) as u64;
-        return Ok(layout(&plan(&problem, bytes)?));
+        return Ok(layout(&plan(&problem, bytes)?, axis));
     }
     // A volume that fits beside two buffers of one view's data stays whole: only the views are
-    // grouped, each group's rays set up exactly as in the whole transform (slabs form their
-    // interpolation coordinates from the slab's corner: the same taps, with weights that
-    // differ in the last bits), and the volume crosses the bus once.
+    // grouped, each group's rays set up exactly as in the whole transform, and the volume
+    // crosses the bus once.
     let volume_bytes = problem.piece_bytes(&Piece {
         views: 0..0,
-        slab: 0..n0,
+        slab: 0..n,
     });
     let per_view = 4 * (geom.nu() * geom.nv()) as u128;
     if volume_bytes + 2 * per_view <= budget as u128 {
@@ -105,27 +107,62 @@ fn plan_pieces(id: usize, budget: u64, geom: &VecGeometry, grid: &Grid) -> Resul
     let problem = problem.with_buffers(2, data_buffers);
     let (k, m) = candidate_counts(&problem, budget)?
         .into_iter()
-        .min_by_key(|&(k, m)| (layout_cost(k, m, geom, grid), k))
+        .min_by_key(|&(k, m)| (layout_cost(k, m, axis, geom, grid), k))
         .ok_or_else(|| Error::invalid("no layout of the ray transform's pieces"))?;
-    Ok(layout(&even_plan(&problem, k, m)))
+    let plan = even_plan(&problem, k, m);
+    let mut l = layout(&plan, axis);
+    if axis == 2 {
+        let aligned = align_slabs(&l.slabs, 4);
+        let fits = aligned.iter().all(|s| {
+            l.view_groups.iter().all(|g| {
+                problem.piece_bytes(&Piece {
+                    views: g.clone(),
+                    slab: s.clone(),
+                }) <= budget as u128
+            })
+        });
+        if fits {
+            l.slabs = aligned;
+        }
+    }
+    Ok(l)
+}
+
+/// `slabs` with their inner borders moved to the nearest multiple of `q` (empty slabs dropped;
+/// the first and last borders kept).
+fn align_slabs(slabs: &[Range<usize>], q: usize) -> Vec<Range<usize>> {
+    let end = slabs.last().map_or(0, |s| s.end);
+    let mut borders: Vec<usize> = std::iter::once(0)
+        .chain(
+            slabs
+                .iter()
+                .skip(1)
+                .map(|s| ((s.start + q / 2) / q * q).min(end)),
+        )
+        .chain(std::iter::once(end))
+        .collect();
+    borders.dedup();
+    borders.windows(2).map(|w| w[0]..w[1]).collect()
 }
 
 /// Fixed cost of one piece in [`layout_cost`]'s unit (its launches and events, some 50 µs).
 const PIECE_COST: u128 = 1 << 20;
 
-/// What `k` slabs × `m` view groups cost one forward and one adjoint of a host-data transform
-/// of `geom` on `grid`, in one unit: a thread's ray set-up counts as a byte across the bus.
-/// Every slab's launch sets up every ray of its views in every segment of the grid's longest
-/// axis, in both directions; with more than one slab the forward streams the volume once per
-/// view group, and with more than one view group the adjoint streams the data once per slab.
-/// H200, cone_1024 (`profile_layouts` in `src/tomo/cuda_pieces.rs`): each slab added about
-/// 0.6 s forward and 0.5 s adjoint (about 45 ps per set-up), view groups nothing, and up to
-/// 110 GB streamed per forward stayed hidden behind the kernels (≤ 43 ps per byte); the two
-/// overlap, so the sum only ranks the layouts. Under 2 GiB it picks 6 slabs × 19 groups where
-/// the fewest pieces are 9 × 11 (8.0 s forward, 9.3 s adjoint; 6 × 19 by the same profile's
-/// per-slab cost: about 6 s and 7.3 s, not measured).
-fn layout_cost(k: usize, m: usize, geom: &VecGeometry, grid: &Grid) -> u128 {
-    let (k, m) = (k as u128, m as u128);
+/// Views sampled for the bands of [`layout_cost`] (evenly spaced; the launches use every view).
+const COST_VIEWS: usize = 64;
+
+/// What `k` slabs along `axis` × `m` view groups cost one forward and one adjoint of a
+/// host-data transform of `geom` on `grid`, in one unit: a thread's ray set-up counts as a
+/// byte across the bus. Every slab's launch sets up the rays of its views that can reach it
+/// (the band of [`VecGeometry::rows_through`], all rays for slabs across the rotation axis) in
+/// every segment of the grid's longest axis, in both directions; with more than one slab the
+/// forward streams the volume once per view group, and with more than one view group the
+/// adjoint streams the data once per slab. H200, cone_1024 with slabs along axis 0
+/// (`profile_layouts` in `src/tomo/cuda_pieces.rs`): each slab added about 0.6 s forward and
+/// 0.5 s adjoint (about 45 ps per set-up), view groups nothing, and up to 110 GB streamed per
+/// forward stayed hidden behind the kernels (≤ 43 ps per byte); the two overlap, so the sum
+/// only ranks the layouts.
+fn layout_cost(k: usize, m: usize, axis: usize, geom: &VecGeometry, grid: &Grid) -> u128 {
     let rays = geom.num_views() as u128 * (geom.nu() * geom.nv()) as u128;
     let longest = grid.shape[..geom.ndim()].iter().copied().max().unwrap_or(1);
     let segments = longest.div_ceil(FORWARD_SEGMENT_PLANES as usize) as u128;
@@ -134,7 +171,40 @@ fn layout_cost(k: usize, m: usize, geom: &VecGeometry, grid: &Grid) -> u128 {
         .map(|&n| n as u128)
         .product::<u128>();
     let data = 4 * rays;
-    let setups = (2 * k).saturating_mul(rays).saturating_mul(segments);
+    // The rows each slab's launches take, summed over the slabs (nv per slab without bands).
+    let nv = geom.nv().max(1) as u128;
+    let n = grid.shape[axis];
+    let slabs = crate::tomo::split::even(n, k.clamp(1, n.max(1)));
+    let band_rows: u128 = if geom.ndim() == 3 && k > 1 {
+        let step = geom.num_views().div_ceil(COST_VIEWS).max(1);
+        slabs
+            .iter()
+            .map(|s| {
+                let mut lo = [0usize; 3];
+                let mut hi = grid.shape;
+                lo[axis] = s.start;
+                hi[axis] = s.end;
+                let min = [0, 1, 2].map(|d| grid.min[d] + (lo[d] as f64 - 1.0) * grid.h[d]);
+                let max = [0, 1, 2].map(|d| grid.min[d] + (hi[d] as f64 + 1.0) * grid.h[d]);
+                (0..geom.num_views())
+                    .step_by(step)
+                    .map(|v| geom.rows_through(v..v + 1, min, max))
+                    .fold(None::<Range<usize>>, |acc, b| match (acc, b.is_empty()) {
+                        (a, true) => a,
+                        (None, false) => Some(b),
+                        (Some(a), false) => Some(a.start.min(b.start)..a.end.max(b.end)),
+                    })
+                    .map_or(0, |b| b.len() as u128)
+            })
+            .sum()
+    } else {
+        k as u128 * nv
+    };
+    let (k, m) = (k as u128, m as u128);
+    let setups = (2 * rays)
+        .saturating_mul(segments)
+        .saturating_mul(band_rows)
+        / nv;
     let forward = if k > 1 {
         m.saturating_mul(volume)
     } else {
@@ -162,13 +232,15 @@ fn plan_view_groups(
         .on(Device::Cuda(id));
     let p = plan(&problem, budget.saturating_add(4))?;
     Ok(PieceLayout {
+        slab_axis: 0,
         slabs: std::iter::once(0..grid.shape[0]).collect(),
         view_groups: p.view_groups().to_vec(),
     })
 }
 
-fn layout(p: &SplitPlan) -> PieceLayout {
+fn layout(p: &SplitPlan, axis: usize) -> PieceLayout {
     PieceLayout {
+        slab_axis: axis,
         slabs: p.slabs().to_vec(),
         view_groups: p.view_groups().to_vec(),
     }
@@ -202,7 +274,14 @@ impl CudaProjector {
             } else {
                 plan_view_groups(id, budget, geometry, grid)?
             };
-            let runner = PieceRunner::new(id, geometry, grid, pieces.slabs, pieces.view_groups)?;
+            let runner = PieceRunner::new(
+                id,
+                geometry,
+                grid,
+                pieces.slab_axis,
+                pieces.slabs,
+                pieces.view_groups,
+            )?;
             let need = runner
                 .device_bytes(host_volume, true, true)
                 .max(runner.device_bytes(host_volume, true, false));
@@ -328,6 +407,7 @@ impl<T: Scalar> Projector<T> for CudaProjector {
         match &self.exec {
             Exec::Whole(_) => None,
             Exec::Pieces(r) => Some(PieceLayout {
+                slab_axis: r.axis(),
                 slabs: r.slabs().to_vec(),
                 view_groups: r.groups().to_vec(),
             }),
@@ -360,7 +440,8 @@ mod tests {
     /// The device bytes the runner takes for a layout (as `PieceRunner::device_bytes`).
     fn resident(l: &PieceLayout, g: &VecGeometry, grid: &Grid, scratch: bool) -> u128 {
         let two = |n: usize| if n > 1 { 2u128 } else { 1 };
-        let slab = l.slabs.iter().map(|s| s.len()).max().unwrap() * grid.shape[1] * grid.shape[2];
+        let slice = grid.shape.iter().product::<usize>() / grid.shape[l.slab_axis];
+        let slab = l.slabs.iter().map(|s| s.len()).max().unwrap() * slice;
         let rows = l.view_groups.iter().map(|v| v.len()).max().unwrap() * g.nu() * g.nv();
         let extra = if scratch && l.slabs.len() > 1 {
             rows as u128
@@ -435,13 +516,33 @@ mod tests {
 
     #[test]
     fn layouts_weigh_slabs_against_streamed_bytes() {
-        // cone_1024 under 2 GiB: fewer slabs than the fewest pieces (9 × 11) take.
+        // cone_1024 under 2 GiB: slabs along the rotation axis, each seen by a band of rows
+        // (1.74 passes of ray set-ups for 7 slabs where slabs across it take 7), and fewer
+        // view groups than the fewest pieces (9 × 11) take.
         let (g, grid) = cone(1024, 1024, 1024);
         let l = plan_pieces(0, 2 << 30, &g, &grid).unwrap();
-        assert_eq!((l.slabs.len(), l.view_groups.len()), (6, 19));
+        assert_eq!(l.slab_axis, 2);
+        assert_eq!((l.slabs.len(), l.view_groups.len()), (7, 15));
+        assert!(l.slabs.iter().all(|s| s.start % 4 == 0), "{:?}", l.slabs);
+        assert!(covers(&l.slabs, 1024) && covers(&l.view_groups, 1024));
         assert!(resident(&l, &g, &grid, false) <= 2 << 30);
         let problem = SplitProblem::new(&grid.shape, 1024, 1536 * 1024, 4).with_buffers(2, 2);
         let fewest = plan(&problem, 2 << 30).unwrap();
         assert_eq!((fewest.slabs().len(), fewest.view_groups().len()), (9, 11));
+        // Slabs across the rotation axis each set up every ray: the layout cost ranks them
+        // behind the same counts along it.
+        assert!(layout_cost(7, 15, 0, &g, &grid) > layout_cost(7, 15, 2, &g, &grid));
+    }
+
+    #[test]
+    fn slab_borders_move_to_multiples_of_four() {
+        let slabs = crate::tomo::split::even(1024, 7);
+        let a = align_slabs(&slabs, 4);
+        assert_eq!(a.len(), 7);
+        assert!(covers(&a, 1024));
+        assert!(a.iter().all(|s| s.start % 4 == 0 && !s.is_empty()));
+        // Borders that round together drop the empty slab.
+        assert_eq!(align_slabs(&[0..1, 1..2, 2..9], 4), vec![0..4, 4..9]);
+        assert_eq!(align_slabs(&[0..1, 1..2, 2..3], 4), vec![0..3]);
     }
 }

@@ -1,7 +1,9 @@
 // Runs the ray-transform kernels of kernels/ray_joseph.cu on the CPU (cuda_cpu.h) at small sizes:
 // whole volumes against a reference copy of the kernels (e.g. the last commit's), and a transform
 // split into slabs along axis 0 against the whole one, in the whole-grid frame of the pieces
-// (kernels/ray_joseph.cu) and in the slab frame the reference copy uses. Build and run with
+// (kernels/ray_joseph.cu) and in the slab frame the reference copy may use; for 3D also in slabs
+// along axis 2 whose chunked kernels launch only the detector rows that can see them (the bands of
+// src/tomo/geometry/footprint.rs, repeated here). Build and run with
 // tools/kernel-harness/cpu/run.sh.
 #include "cuda_cpu.h"
 
@@ -21,17 +23,19 @@ namespace cur {
 typedef ::Geo Geo;
 #include "k_cur.cu"
 #include "lanes_variants_cur.cu"
-#define WITH_LO0
+#define WITH_LO3
 #define CURRENT_KERNELS
 #include "ops.inc"
-#undef WITH_LO0
+#undef WITH_LO3
 #undef CURRENT_KERNELS
 }  // namespace cur
 
 namespace ref {
 typedef ::Geo Geo;
 #include "k_ref.cu"
-#ifdef REF_HAS_LO0
+#if defined(REF_HAS_LO3)
+#define WITH_LO3
+#elif defined(REF_HAS_LO0)
 #define WITH_LO0
 #endif
 #ifdef REF_LANES_FUSED
@@ -39,6 +43,7 @@ typedef ::Geo Geo;
 #endif
 #include "ops.inc"
 #undef WITH_LO0
+#undef WITH_LO3
 #undef LANES_FUSED
 }  // namespace ref
 
@@ -98,6 +103,87 @@ static Geo par3d(std::vector<int> n, int views, int nu, int nv) {
         g.views.insert(g.views.end(), v, v + 12);
     }
     return g;
+}
+
+// The detector rows that can see the box [lo, hi] (world coordinates) in any view of `g`, widened by
+// a row each side: src/tomo/geometry/footprint.rs (VecGeometry::rows_through) for the stand-in.
+// Returns {0, nv} where the projection does not apply.
+static std::pair<int, int> rows_through(const Geo& g, const double lo[3], const double hi[3]) {
+    const std::pair<int, int> all = {0, g.nv};
+    auto dot = [](const double* a, const double* b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; };
+    double mn = INFINITY, mx = -INFINITY;
+    for (size_t v = 0; v < g.views.size() / 12; ++v) {
+        const double* w = g.views.data() + 12 * v;
+        const double *src = w, *c = w + 3, *du = w + 6, *dv = w + 9;
+        const double n[3] = {du[1] * dv[2] - du[2] * dv[1], du[2] * dv[0] - du[0] * dv[2], du[0] * dv[1] - du[1] * dv[0]};
+        const double uu = dot(du, du), uv = dot(du, dv), vv = dot(dv, dv), det = uu * vv - uv * uv;
+        if (!(std::fabs(det) > 1e-300)) return all;
+        for (int corner = 0; corner < 8; ++corner) {
+            double p[3], q[3];
+            for (int k = 0; k < 3; ++k) p[k] = (corner >> k & 1) ? hi[k] : lo[k];
+            if (g.parallel) {
+                const double dn = dot(src, n);
+                if (!(std::fabs(dn) > 1e-300)) return all;
+                const double cp[3] = {c[0] - p[0], c[1] - p[1], c[2] - p[2]};
+                const double t = dot(cp, n) / dn;
+                for (int k = 0; k < 3; ++k) q[k] = p[k] + t * src[k];
+            } else {
+                const double ps[3] = {p[0] - src[0], p[1] - src[1], p[2] - src[2]};
+                const double cs[3] = {c[0] - src[0], c[1] - src[1], c[2] - src[2]};
+                const double to_p = dot(ps, n), to_det = dot(cs, n), lambda = to_det / to_p;
+                if (!(lambda > 0 && std::isfinite(lambda) && to_p * to_det > 0)) return all;
+                for (int k = 0; k < 3; ++k) q[k] = src[k] + lambda * ps[k];
+            }
+            const double d[3] = {q[0] - c[0], q[1] - c[1], q[2] - c[2]};
+            const double wu = dot(d, du), wv = dot(d, dv);
+            const double row = (uu * wv - uv * wu) / det + 0.5 * (g.nv - 1.0);
+            if (!std::isfinite(row)) return all;
+            mn = std::min(mn, row);
+            mx = std::max(mx, row);
+        }
+    }
+    const double first = std::max(0.0, std::ceil(mn - 1.0)), last = std::min(g.nv - 1.0, std::floor(mx + 1.0));
+    if (last < first) return {0, 0};
+    return {(int)first, (int)last + 1};
+}
+
+// The transform in slabs along axis 2 (`slabs`, cell ranges), each piece's chunked kernels over the
+// rows that can see its slab (widened by a cell each side), against the whole one (`sc`, `vc`):
+// the slab gathered from the volume and the transpose scattered back, as src/tomo/cuda_pieces.rs
+// does. Returns the worst relative L2 of the forward and the transpose.
+static std::pair<double, double> slabs_along_axis2(const Geo& g, const std::vector<float>& x, const std::vector<float>& y,
+                                                   const std::vector<float>& sc, const std::vector<float>& vc,
+                                                   const std::vector<std::pair<int, int>>& slabs, int* launched) {
+    const int n0 = (int)g.shape[0], n1 = (int)g.shape[1], n2 = (int)g.shape[2];
+    const size_t nsino = sc.size();
+    std::vector<float> fsum(nsino, 0.0f), adj(vc.size(), 0.0f), part(nsino);
+    *launched = 0;
+    for (auto [a, b] : slabs) {
+        const int t = b - a;
+        std::vector<float> xs((size_t)n0 * n1 * t), vs(xs.size());
+        for (size_t r = 0; r < (size_t)n0 * n1; ++r)
+            std::copy(x.begin() + r * n2 + a, x.begin() + r * n2 + b, xs.begin() + r * t);
+        double lo[3], hi[3];
+        for (int k = 0; k < 3; ++k) {
+            const int c0 = k == 2 ? a : 0, c1 = k == 2 ? b : (int)g.shape[k];
+            lo[k] = g.vmin[k] + (c0 - 1.0) * g.h[k];
+            hi[k] = g.vmin[k] + (c1 + 1.0) * g.h[k];
+        }
+        const auto band = rows_through(g, lo, hi);
+        *launched += band.second - band.first;
+        cur::RayParams q = cur::params_box(g, 2, a, t, band.first, band.second - band.first);
+        if (band.second > band.first) {
+            cur::forward(q, g.views.data(), xs.data(), part.data(), cur::Fwd::Production);
+            cur::transpose(q, g.views.data(), y.data(), vs.data(), cur::Fwd::Production);
+        } else {  // no ray sees the slab (src/tomo/cuda.rs: an unseen piece)
+            std::fill(part.begin(), part.end(), 0.0f);
+            std::fill(vs.begin(), vs.end(), 0.0f);
+        }
+        for (size_t i = 0; i < nsino; ++i) fsum[i] += part[i];
+        for (size_t r = 0; r < (size_t)n0 * n1; ++r)
+            std::copy(vs.begin() + r * t, vs.begin() + (r + 1) * t, adj.begin() + r * n2 + a);
+    }
+    return {diff(fsum, sc).l2, diff(adj, vc).l2};
 }
 
 // A batch of `batch` entries through the batched forward `fwd` and transpose `adj` against one
@@ -222,6 +308,37 @@ int main() {
                 const Diff dg = diff(vb, ve);
                 printf("  gather transpose, batch %d, vs atomic entry by entry %.1e (max %.1e)\n", batch, dg.l2, dg.max);
                 if (dg.l2 > 1e-6) ok = false;
+            }
+            if (pass == 0 && g.ndim == 3 && which == cur::Fwd::Production) {
+                // Slabs along axis 2 with bands of rows: at odd borders (the transpose's scalar
+                // path) and at multiples of 4 (its vector path on the slab). Once, with the
+                // production segments (the bands do not depend on them).
+                const int n2 = (int)g.shape[2];
+                const int q4 = n2 / 4 / 4 * 4;
+                for (const auto& sl : {std::vector<std::pair<int, int>>{{0, n2 / 4}, {n2 / 4, n2 / 2 + 1}, {n2 / 2 + 1, n2}},
+                                       std::vector<std::pair<int, int>>{{0, q4}, {q4, 2 * q4}, {2 * q4, n2}}}) {
+                    if (sl[0].second <= 0 || sl[1].second <= sl[1].first) continue;
+                    int launched = 0;
+                    const auto [ef, ea] = slabs_along_axis2(g, x, y, sc, vc, sl, &launched);
+                    printf("  %d slabs along axis 2 [%d, %d, %d, %d) vs whole: forward %.1e, transpose %.1e (%d of %d rows "
+                           "launched)\n",
+                           (int)sl.size(), sl[0].first, sl[1].first, sl[2].first, sl[2].second, ef, ea, launched,
+                           (int)sl.size() * g.nv);
+                    worst_fwd = std::max(worst_fwd, ef);
+                    worst_adj = std::max(worst_adj, ea);
+                    if (ef > 1e-6 || ea > 1e-6) ok = false;
+                }
+                if (q4 > 0) {
+                    // Which paths of the profile transpose ran on the aligned middle slab.
+                    cur::RayParams q = cur::params_box(g, 2, q4, q4, 0, 0);
+                    std::vector<float> tmp((size_t)(g.shape[0] * g.shape[1]) * q4, 0.0f);
+                    unsigned long long stats[2] = {0, 0};
+                    cpu_cuda::launch(cur::stride_grid(cur::chunked(q) * cur::segments(q, 128)), dim3(256), 0,
+                                     cur::joseph_backward3_profile_count_f32, y.data(), cur::kvol(q, tmp.data()),
+                                     g.views.data(), q, q.nviews, 128, stats);
+                    printf("  profile transpose on cells [%d, %d) along axis 2: lean warp-planes %llu, other %llu\n", q4,
+                           2 * q4, stats[0], stats[1]);
+                }
             }
             // pieces: forward summed over slabs, transpose per slab, against the whole
             for (int frame = 0; frame < 2; ++frame) {

@@ -20,6 +20,7 @@ fi
 command -v g++ >/dev/null || { echo "g++ (12 or later) is needed to build the CPU stand-in" >&2; exit 2; }
 flags=""
 grep -q "int lo0;" "$out/k_ref.cu" && flags="-DREF_HAS_LO0"
+grep -q "int lo\[3\];" "$out/k_ref.cu" && flags="-DREF_HAS_LO3"
 # A reference whose one-entry 2D lanes transpose forms w*y itself (takes the sinogram and weights).
 grep -q "joseph_backward2_lanes_f32(const float\* __restrict__ sino, const float\* __restrict__ weights" "$out/k_ref.cu" &&
     flags="$flags -DREF_LANES_FUSED"
