@@ -1339,14 +1339,16 @@ __device__ __forceinline__ Lanes2Tile lanes2_tile(const RayParams& p, int split,
     return t;
 }
 
-#define LANES_STAGE 128
-extern "C" __global__ void __launch_bounds__(256)
-joseph_backward2_lanes_f32(const float* __restrict__ sino, const float* __restrict__ weights, float* __restrict__ vol,
-                           const Ray2* __restrict__ rays, const View2* __restrict__ info, RayParams p, int split) {
+// The body of joseph_backward2_lanes_f32 with STAGE rays staged per warp and view (more go through
+// lanes2_broadcast); the harness times other STAGE values (tools/kernel-harness/lanes_variants.cu).
+template <int STAGE>
+__device__ __forceinline__ void backward2_lanes(const float* __restrict__ sino, const float* __restrict__ weights,
+                                                float* __restrict__ vol, const Ray2* __restrict__ rays,
+                                                const View2* __restrict__ info, const RayParams& p, int split) {
     __shared__ float acc[8][LANE2][LANE2 + 1];
-    __shared__ float st_fb0[8][LANES_STAGE];
-    __shared__ int st_pl[8][LANES_STAGE];
-    __shared__ float st_c[8][LANES_STAGE];
+    __shared__ float st_fb0[8][STAGE];
+    __shared__ int st_pl[8][STAGE];
+    __shared__ float st_c[8][STAGE];
     const Lanes2Tile t = lanes2_tile(p, split, acc, sino, vol);
     const int nu = p.nu, lane = t.lane;
     float* mine = &acc[t.warp][0][0];
@@ -1365,7 +1367,7 @@ joseph_backward2_lanes_f32(const float* __restrict__ sino, const float* __restri
         const float* srow = t.data + (u64)view * (u64)nu;
         const float* wrow = weights + (u64)view * (u64)nu;
         const int n = w.u1 - w.u0 + 1;
-        if (n > LANES_STAGE) {
+        if (n > STAGE) {
             lanes2_broadcast(mine, w, row, srow, wrow, lane, active, at, m, v.sb);
             continue;
         }
@@ -1394,6 +1396,16 @@ joseph_backward2_lanes_f32(const float* __restrict__ sino, const float* __restri
         __syncwarp();  // the staging is reused by the next view
     }
     lanes2_store(acc, t.r0, t.r1, t.c0, t.c1, t.n1, t.vol, split);
+}
+
+// 64 rays staged per warp and view (40 KB of shared memory per block) and five blocks per
+// multiprocessor requested (at most 51 registers): H200, parallel2d_512 at 16 view shares 0.308 ms
+// against 0.321 ms with 128 rays staged and four blocks (46 KB, 64 registers; ncu: 50 % occupancy,
+// 0.84 warps issued per cycle and scheduler), tools/kernel-harness/par2d_adjoint.cu.
+extern "C" __global__ void __launch_bounds__(256, 5)
+joseph_backward2_lanes_f32(const float* __restrict__ sino, const float* __restrict__ weights, float* __restrict__ vol,
+                           const Ray2* __restrict__ rays, const View2* __restrict__ info, RayParams p, int split) {
+    backward2_lanes<64>(sino, weights, vol, rays, info, p, split);
 }
 
 // vol[b] = the transpose of `batch` (1 to GATHER2_BATCH) 2D parallel beams, a pixel per thread:

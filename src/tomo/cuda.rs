@@ -772,11 +772,11 @@ impl CudaRay {
         self.launch_gather2(&cw, vol, g, batch)
     }
 
-    /// The view share of the 2D transposes: where `blocks` blocks would not fill the GPU (16
-    /// per multiprocessor, two waves of eight), the views are split over up to `most` blocks per
-    /// tile (at least 8 views each), whose sums are added into the zeroed volume.
-    fn split2(&self, blocks: u64, most: u64) -> u64 {
-        let want = 16 * u64::from(self.ctx.sm_count());
+    /// The view share of the 2D transposes: where `blocks` blocks would not fill the GPU
+    /// (`per_sm` per multiprocessor), the views are split over up to `most` blocks per tile (at
+    /// least 8 views each), whose sums are added into the zeroed volume.
+    fn split2(&self, blocks: u64, most: u64, per_sm: u64) -> u64 {
+        let want = per_sm * u64::from(self.ctx.sm_count());
         let nviews = self.params.nviews as u64;
         want.div_ceil(blocks.max(1))
             .clamp(1, most.min((nviews / 8).max(1)))
@@ -785,7 +785,7 @@ impl CudaRay {
     /// The 2D transpose of one sinogram at `sino` into the volume at `vol` through
     /// `joseph_backward2_lanes_f32`: blocks of 256 threads own 32 × 32 pixels, lanes the tile's
     /// planes, no atomics; each lane steps through the rays of its own plane from a staged copy
-    /// of the view's rays and products `c = w · y`. The views are split up to 8 ways
+    /// of the view's rays and products `c = w · y`. The views are split up to 16 ways
     /// ([`Self::split2`]). H200 (`tools/kernel-harness/par2d_adjoint.cu`): see the kernel's
     /// notes in `kernels/ray_joseph.cu`.
     fn launch_lanes2(&self, sino: u64, vol: u64, g: &Tables2) -> Result<()> {
@@ -796,7 +796,8 @@ impl CudaRay {
         let name = "joseph_backward2_lanes_f32";
         let f = self.ctx.function(&RAY, name)?;
         let tiles = n0.div_ceil(32) * n1.div_ceil(32);
-        let split = self.split2(tiles, 8);
+        // H200 (kernel harness): parallel2d_512 0.308 ms at 16 shares, 0.311 ms at 8.
+        let split = self.split2(tiles, 16, 32);
         let Ok(gx) = u32::try_from(tiles) else {
             return Err(Error::Unsupported(format!(
                 "{name}: {tiles} tiles exceed the launch grid"
@@ -854,7 +855,7 @@ impl CudaRay {
         let name = "joseph_backward2_gather_f32";
         let f = self.ctx.function(&RAY, name)?;
         let (gx, gy) = (n1.div_ceil(16), n0.div_ceil(16));
-        let split = self.split2(gx * gy, 4);
+        let split = self.split2(gx * gy, 4, 16);
         if split > 1 {
             self.zero(vol, voxels * batch, "clearing the volumes")?;
         }

@@ -327,6 +327,23 @@ pub(crate) fn even(n: usize, k: usize) -> Vec<Range<usize>> {
     (0..k).map(|i| i * n / k..(i + 1) * n / k).collect()
 }
 
+/// `slabs` with their inner borders moved to the nearest multiple of `q` (empty slabs dropped;
+/// the first and last borders kept).
+pub(crate) fn align(slabs: &[Range<usize>], q: usize) -> Vec<Range<usize>> {
+    let end = slabs.last().map_or(0, |s| s.end);
+    let mut borders: Vec<usize> = std::iter::once(0)
+        .chain(
+            slabs
+                .iter()
+                .skip(1)
+                .map(|s| ((s.start + q / 2) / q * q).min(end)),
+        )
+        .chain(std::iter::once(end))
+        .collect();
+    borders.dedup();
+    borders.windows(2).map(|w| w[0]..w[1]).collect()
+}
+
 /// Plans the pieces of `problem` so that each piece's resident data fit in `budget` bytes,
 /// with as few pieces as possible (see the [module](self)'s cost model): the candidate of
 /// [`candidate_counts`] with the fewest pieces, and among those the fewest slabs.

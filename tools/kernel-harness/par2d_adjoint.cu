@@ -1,7 +1,7 @@
 // The 2D parallel-beam transposes on parallel2d_512, the learned primal-dual operator and two odd
 // shapes: the production kernels of kernels/ray_joseph.cu (joseph_backward2_lanes_f32 for one
-// entry, joseph_backward2_gather_f32 for batches), the superseded broadcast-only lanes kernel
-// (lanes_variants.cu) and the shared-atomic tile
+// entry, joseph_backward2_gather_f32 for batches), the superseded broadcast-only lanes kernel and
+// the former staging of 128 rays (lanes_variants.cu) and the shared-atomic tile
 // kernel of experimental.cu, at batch 1 and 8 and several view splits, each checked against the
 // atomic scattering transpose (same products, other order of the additions) and timed with CUDA
 // events (median of the repetitions; the weighting kernel where one is needed and any zeroing
@@ -100,6 +100,7 @@ int main(int argc, char** argv) {
             const unsigned tiles = (unsigned)(((s.n0 + 31) / 32) * ((s.n1 + 31) / 32));
             const dim3 grid(tiles, split, batch);
             if (variant == 1) joseph_backward2_lanes_bcast_f32<<<grid, 256>>>(dy, dw, dvol, dr, di, p, split);
+            else if (variant == 2) joseph_backward2_lanes_s128_f32<<<grid, 256>>>(dy, dw, dvol, dr, di, p, split);
             else joseph_backward2_lanes_f32<<<grid, 256>>>(dy, dw, dvol, dr, di, p, split);
         };
         printf("== %s: %d x %d, %d views x %d cells\n", s.name, s.n0, s.n1, nviews, nu);
@@ -116,8 +117,8 @@ int main(int argc, char** argv) {
             check("tile (superseded)", batch, [&] { tile(batch); });
             for (int split : {1, 2, 4, 8, 16}) {
                 char nm[64];
-                const char* names[2] = {"lanes", "lanes broadcast-only"};
-                for (int variant = 0; variant < 2; ++variant) {
+                const char* names[3] = {"lanes", "lanes broadcast-only", "lanes stage 128 (before)"};
+                for (int variant = 0; variant < 3; ++variant) {
                     snprintf(nm, sizeof nm, "%s split %d", names[variant], split);
                     check(nm, batch, [&] { lanes(batch, split, variant); });
                 }

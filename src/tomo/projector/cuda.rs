@@ -21,7 +21,9 @@ use crate::tomo::cuda::{CudaRay, FORWARD_SEGMENT_PLANES};
 use crate::tomo::cuda_pieces::{In, Out, PieceRunner};
 use crate::tomo::geometry::VecGeometry;
 use crate::tomo::grid::Grid;
-use crate::tomo::split::{candidate_counts, even_plan, plan, Piece, SplitPlan, SplitProblem};
+use crate::tomo::split::{
+    align, candidate_counts, even_plan, plan, Piece, SplitPlan, SplitProblem,
+};
 use crate::{Device, Error, Result, Scalar};
 use std::ops::Range;
 
@@ -112,7 +114,7 @@ fn plan_pieces(id: usize, budget: u64, geom: &VecGeometry, grid: &Grid) -> Resul
     let plan = even_plan(&problem, k, m);
     let mut l = layout(&plan, axis);
     if axis == 2 {
-        let aligned = align_slabs(&l.slabs, 4);
+        let aligned = align(&l.slabs, 4);
         let fits = aligned.iter().all(|s| {
             l.view_groups.iter().all(|g| {
                 problem.piece_bytes(&Piece {
@@ -128,40 +130,41 @@ fn plan_pieces(id: usize, budget: u64, geom: &VecGeometry, grid: &Grid) -> Resul
     Ok(l)
 }
 
-/// `slabs` with their inner borders moved to the nearest multiple of `q` (empty slabs dropped;
-/// the first and last borders kept).
-fn align_slabs(slabs: &[Range<usize>], q: usize) -> Vec<Range<usize>> {
-    let end = slabs.last().map_or(0, |s| s.end);
-    let mut borders: Vec<usize> = std::iter::once(0)
-        .chain(
-            slabs
-                .iter()
-                .skip(1)
-                .map(|s| ((s.start + q / 2) / q * q).min(end)),
-        )
-        .chain(std::iter::once(end))
-        .collect();
-    borders.dedup();
-    borders.windows(2).map(|w| w[0]..w[1]).collect()
-}
-
 /// Fixed cost of one piece in [`layout_cost`]'s unit (its launches and events, some 50 µs).
 const PIECE_COST: u128 = 1 << 20;
 
 /// Views sampled for the bands of [`layout_cost`] (evenly spaced; the launches use every view).
 const COST_VIEWS: usize = 64;
 
+/// The whole forward's time in passes of ray set-ups (one set-up per ray and segment), the
+/// adjoint's, and the cost of each further pass a layout's slabs launch (the rays of a band that
+/// cross its slab only partly: their set-ups, partial segments and atomics), calibrated on an
+/// H200 on cone_1024: whole forward 3.05 s and adjoint 4.98 s against a pass of 0.58 s, and
+/// with slabs along the rotation axis (device data, 6 to 9 slabs) about 1.5 s per further pass.
+const FORWARD_PASSES: u128 = 53;
+const ADJOINT_PASSES: u128 = 86;
+const BAND_PASS: u128 = 26;
+/// The cost of each further pass with slabs across the rotation axis (whose segments lie wholly
+/// in or out of a slab, so that a pass is little more than its set-ups: about 0.6 s on the H200,
+/// cone_1024), in tenths of a pass.
+const SLAB_PASS: u128 = 10;
+/// The unit of the three above: tenths of a pass.
+const TENTHS: u128 = 10;
+
 /// What `k` slabs along `axis` × `m` view groups cost one forward and one adjoint of a
-/// host-data transform of `geom` on `grid`, in one unit: a thread's ray set-up counts as a
-/// byte across the bus. Every slab's launch sets up the rays of its views that can reach it
-/// (the band of [`VecGeometry::rows_through`], all rays for slabs across the rotation axis) in
-/// every segment of the grid's longest axis, in both directions; with more than one slab the
-/// forward streams the volume once per view group, and with more than one view group the
-/// adjoint streams the data once per slab. H200, cone_1024 with slabs along axis 0
+/// host-data transform of `geom` on `grid`, in one unit: a thread's ray set-up (about 45 ps on
+/// an H200) counts as a byte across the bus (at most 43 ps streamed, measured). Each direction
+/// takes the longer of its kernels and its transfers, which overlap: the kernels are the whole
+/// transform's ([`FORWARD_PASSES`], [`ADJOINT_PASSES`]) and [`BAND_PASS`] for each pass of
+/// set-ups the slabs' launches add ([`SLAB_PASS`] across the rotation axis; a slab's launch sets up the rays of its views that can
+/// reach it, the band of [`VecGeometry::rows_through`], or all of them for slabs across the
+/// rotation axis, in every segment of the grid's longest axis); the transfers are the data once
+/// and the volume once, except that with more than one slab the forward streams the volume once
+/// per view group, and with more than one view group the adjoint streams the data once per
+/// slab. Each piece adds [`PIECE_COST`]. H200, cone_1024 with slabs along axis 0
 /// (`profile_layouts` in `src/tomo/cuda_pieces.rs`): each slab added about 0.6 s forward and
-/// 0.5 s adjoint (about 45 ps per set-up), view groups nothing, and up to 110 GB streamed per
-/// forward stayed hidden behind the kernels (≤ 43 ps per byte); the two overlap, so the sum
-/// only ranks the layouts.
+/// 0.5 s adjoint, view groups nothing, and up to 110 GB streamed per forward stayed hidden
+/// behind the kernels.
 fn layout_cost(k: usize, m: usize, axis: usize, geom: &VecGeometry, grid: &Grid) -> u128 {
     let rays = geom.num_views() as u128 * (geom.nu() * geom.nv()) as u128;
     let longest = grid.shape[..geom.ndim()].iter().copied().max().unwrap_or(1);
@@ -175,7 +178,8 @@ fn layout_cost(k: usize, m: usize, axis: usize, geom: &VecGeometry, grid: &Grid)
     let nv = geom.nv().max(1) as u128;
     let n = grid.shape[axis];
     let slabs = crate::tomo::split::even(n, k.clamp(1, n.max(1)));
-    let band_rows: u128 = if geom.ndim() == 3 && k > 1 {
+    let banded = geom.ndim() == 3 && k > 1 && axis == geom.slab_axis();
+    let band_rows: u128 = if banded {
         let step = geom.num_views().div_ceil(COST_VIEWS).max(1);
         slabs
             .iter()
@@ -201,19 +205,23 @@ fn layout_cost(k: usize, m: usize, axis: usize, geom: &VecGeometry, grid: &Grid)
         k as u128 * nv
     };
     let (k, m) = (k as u128, m as u128);
-    let setups = (2 * rays)
-        .saturating_mul(segments)
-        .saturating_mul(band_rows)
-        / nv;
-    let forward = if k > 1 {
+    let pass = rays.saturating_mul(segments);
+    // The passes beyond the whole transform's one, in tenths.
+    let extra = (band_rows.saturating_mul(TENTHS) / nv).saturating_sub(TENTHS);
+    let per_pass = if banded { BAND_PASS } else { SLAB_PASS };
+    let kernels = |whole: u128| {
+        pass.saturating_mul(whole.saturating_add(extra.saturating_mul(per_pass) / TENTHS)) / TENTHS
+    };
+    let forward_bytes = if k > 1 {
         m.saturating_mul(volume)
     } else {
         volume
     }
     .saturating_add(data);
-    let adjoint = if m > 1 { k.saturating_mul(data) } else { data }.saturating_add(volume);
-    setups
-        .saturating_add(forward)
+    let adjoint_bytes = if m > 1 { k.saturating_mul(data) } else { data }.saturating_add(volume);
+    let forward = kernels(FORWARD_PASSES).max(forward_bytes);
+    let adjoint = kernels(ADJOINT_PASSES).max(adjoint_bytes);
+    forward
         .saturating_add(adjoint)
         .saturating_add((k * m).saturating_mul(PIECE_COST))
 }
@@ -517,12 +525,12 @@ mod tests {
     #[test]
     fn layouts_weigh_slabs_against_streamed_bytes() {
         // cone_1024 under 2 GiB: slabs along the rotation axis, each seen by a band of rows
-        // (1.74 passes of ray set-ups for 7 slabs where slabs across it take 7), and fewer
-        // view groups than the fewest pieces (9 × 11) take.
+        // (1.58 passes of ray set-ups for 6 slabs where slabs across it take 6), and fewer
+        // slabs than the fewest pieces (9 × 11) take.
         let (g, grid) = cone(1024, 1024, 1024);
         let l = plan_pieces(0, 2 << 30, &g, &grid).unwrap();
         assert_eq!(l.slab_axis, 2);
-        assert_eq!((l.slabs.len(), l.view_groups.len()), (7, 15));
+        assert_eq!((l.slabs.len(), l.view_groups.len()), (6, 19));
         assert!(l.slabs.iter().all(|s| s.start % 4 == 0), "{:?}", l.slabs);
         assert!(covers(&l.slabs, 1024) && covers(&l.view_groups, 1024));
         assert!(resident(&l, &g, &grid, false) <= 2 << 30);
@@ -531,18 +539,18 @@ mod tests {
         assert_eq!((fewest.slabs().len(), fewest.view_groups().len()), (9, 11));
         // Slabs across the rotation axis each set up every ray: the layout cost ranks them
         // behind the same counts along it.
-        assert!(layout_cost(7, 15, 0, &g, &grid) > layout_cost(7, 15, 2, &g, &grid));
+        assert!(layout_cost(6, 19, 0, &g, &grid) > layout_cost(6, 19, 2, &g, &grid));
     }
 
     #[test]
     fn slab_borders_move_to_multiples_of_four() {
         let slabs = crate::tomo::split::even(1024, 7);
-        let a = align_slabs(&slabs, 4);
+        let a = align(&slabs, 4);
         assert_eq!(a.len(), 7);
         assert!(covers(&a, 1024));
         assert!(a.iter().all(|s| s.start % 4 == 0 && !s.is_empty()));
         // Borders that round together drop the empty slab.
-        assert_eq!(align_slabs(&[0..1, 1..2, 2..9], 4), vec![0..4, 4..9]);
-        assert_eq!(align_slabs(&[0..1, 1..2, 2..3], 4), vec![0..3]);
+        assert_eq!(align(&[0..1, 1..2, 2..9], 4), vec![0..4, 4..9]);
+        assert_eq!(align(&[0..1, 1..2, 2..3], 4), vec![0..3]);
     }
 }

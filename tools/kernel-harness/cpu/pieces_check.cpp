@@ -293,6 +293,11 @@ int main() {
                     const Diff db = diff(v1, v0);
                     printf("  lanes, split %d: broadcast-only vs production %.1e (max %.1e)\n", split, db.l2, db.max);
                     if ((split == 1 && db.max != 0.0) || db.l2 > 1e-6) ok = false;
+                    std::vector<float> v2(nvox);
+                    cur::transpose2_lanes(pc, g.views.data(), y.data(), v2.data(), split, 2);
+                    const Diff d64 = diff(v2, v0);
+                    printf("  lanes, split %d: staging 128 rays vs production %.1e (max %.1e)\n", split, d64.l2, d64.max);
+                    if ((split == 1 && d64.max != 0.0) || d64.l2 > 1e-6) ok = false;
                 }
                 // A batch of 3 through the gather kernel, views split 2 ways, against the atomic
                 // transpose entry by entry.
