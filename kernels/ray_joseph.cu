@@ -1346,15 +1346,14 @@ __device__ __forceinline__ void backward2_lanes(const float* __restrict__ sino, 
                                                 float* __restrict__ vol, const Ray2* __restrict__ rays,
                                                 const View2* __restrict__ info, const RayParams& p, int split) {
     __shared__ float acc[8][LANE2][LANE2 + 1];
-    __shared__ float st_fb0[8][STAGE];
+    // (fb0, c) of a staged ray side by side: one 64-bit load per step.
+    __shared__ float2 st_fc[8][STAGE];
     __shared__ int st_pl[8][STAGE];
-    __shared__ float st_c[8][STAGE];
     const Lanes2Tile t = lanes2_tile(p, split, acc, sino, vol);
     const int nu = p.nu, lane = t.lane;
     float* mine = &acc[t.warp][0][0];
-    float* sf = st_fb0[t.warp];
+    float2* sf = st_fc[t.warp];
     int* sp = st_pl[t.warp];
-    float* sc = st_c[t.warp];
     for (int view = t.vb + t.warp; view < t.ve; view += 8) {
         const View2 v = info[view];
         if (v.a < 0) continue;
@@ -1373,9 +1372,8 @@ __device__ __forceinline__ void backward2_lanes(const float* __restrict__ sino, 
         }
         for (int i = lane; i < n; i += 32) {
             const Ray2 e = row[w.u0 + i];
-            sf[i] = e.fb0;
+            sf[i] = make_float2(e.fb0, lanes2_c(srow, wrow, w.u0 + i));
             sp[i] = e.planes;
-            sc[i] = lanes2_c(srow, wrow, w.u0 + i);
         }
         // This lane's rays: those whose f at its plane can lie in [ja - 1, jb), within the union.
         int ua = 1, ub = 0;
@@ -1391,7 +1389,10 @@ __device__ __forceinline__ void backward2_lanes(const float* __restrict__ sino, 
         const float mf = (float)m;
         for (int q = 0; q < steps; ++q) {
             const int i = ua + q - w.u0;
-            if (ua + q <= ub) lanes2_add(mine, w, at, m, mf, v.sb, sf[i], sp[i], sc[i]);
+            if (ua + q <= ub) {
+                const float2 fc = sf[i];
+                lanes2_add(mine, w, at, m, mf, v.sb, fc.x, sp[i], fc.y);
+            }
         }
         __syncwarp();  // the staging is reused by the next view
     }
@@ -1399,9 +1400,11 @@ __device__ __forceinline__ void backward2_lanes(const float* __restrict__ sino, 
 }
 
 // 64 rays staged per warp and view (40 KB of shared memory per block) and five blocks per
-// multiprocessor requested (at most 51 registers): H200, parallel2d_512 at 16 view shares 0.308 ms
-// against 0.321 ms with 128 rays staged and four blocks (46 KB, 64 registers; ncu: 50 % occupancy,
-// 0.84 warps issued per cycle and scheduler), tools/kernel-harness/par2d_adjoint.cu.
+// multiprocessor requested (at most 51 registers), each staged ray's (fb0, c) read in one 64-bit
+// load: H200, parallel2d_512 at 16 view shares 0.295 ms against 0.310 ms with 128 rays staged and
+// four blocks (46 KB, 64 registers; ncu before the paired loads: 50 % occupancy, 0.84 warps issued
+// per cycle and scheduler, an issue-bound kernel), and 0.321 ms with separate loads of fb0 and c;
+// tools/kernel-harness/par2d_adjoint.cu.
 extern "C" __global__ void __launch_bounds__(256, 5)
 joseph_backward2_lanes_f32(const float* __restrict__ sino, const float* __restrict__ weights, float* __restrict__ vol,
                            const Ray2* __restrict__ rays, const View2* __restrict__ info, RayParams p, int split) {

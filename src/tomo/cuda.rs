@@ -545,8 +545,9 @@ impl CudaRay {
     ///   plane, adding `c · weight` (the forward's taps and weights): no atomics. The copies are
     ///   summed per pixel and stored, or added into the zeroed volume where the views are split
     ///   over blocks to fill the GPU. See [`Self::transpose_batch`] for batches. H200, kernel
-    ///   harness: parallel2d_512 0.33 ms (0.40 ms for the broadcast-only lanes kernel before it,
-    ///   0.55 ms for the shared-atomic tile kernel, 1.69 ms for the scattering kernel).
+    ///   harness: parallel2d_512 0.295 ms (0.40 ms for the broadcast-only lanes kernel before it,
+    ///   0.55 ms for the shared-atomic tile kernel, 1.69 ms for the scattering kernel); criterion
+    ///   `cuda/parallel2d_512/adjoint` 0.295 ms.
     /// - 3D, 32-bit voxel indices: `joseph_backward3_profile_f32`, one thread per (segment of
     ///   [`SEGMENT_PLANES`] planes, ray), in the order of the forward's kernel (the writes of
     ///   the threads in flight land in a slab of one band of the volume, which L2 holds). A warp holds 32 rows of one detector column; where they share their
@@ -796,7 +797,7 @@ impl CudaRay {
         let name = "joseph_backward2_lanes_f32";
         let f = self.ctx.function(&RAY, name)?;
         let tiles = n0.div_ceil(32) * n1.div_ceil(32);
-        // H200 (kernel harness): parallel2d_512 0.308 ms at 16 shares, 0.311 ms at 8.
+        // H200 (kernel harness): parallel2d_512 0.295 ms at 16 shares, 0.296 ms at 8.
         let split = self.split2(tiles, 16, 32);
         let Ok(gx) = u32::try_from(tiles) else {
             return Err(Error::Unsupported(format!(

@@ -28,9 +28,10 @@ joseph_backward2_lanes_bcast_f32(const float* __restrict__ sino, const float* __
     lanes2_store(acc, t.r0, t.r1, t.c0, t.c1, t.n1, t.vol, split);
 }
 
-// The production kernel before it staged 64 rays: 128 rays per warp and view (46 KB of shared
-// memory per block, four blocks per multiprocessor). H200, parallel2d_512 at 16 view shares:
-// 0.321 ms against 0.308 ms. Bit for bit production wherever no view needs more than 64 rays.
+// The production kernel's staging before it took 64 rays: 128 rays per warp and view (46 KB of
+// shared memory per block, four blocks per multiprocessor). H200, parallel2d_512 at 16 view
+// shares: 0.310 ms against production's 0.295 ms (both with the paired (fb0, c) loads; 0.321 ms
+// without them). Bit for bit production wherever no view needs more than 64 rays.
 extern "C" __global__ void __launch_bounds__(256)
 joseph_backward2_lanes_s128_f32(const float* __restrict__ sino, const float* __restrict__ weights,
                                 float* __restrict__ vol, const Ray2* __restrict__ rays,
