@@ -924,7 +924,8 @@ mod tests {
     use crate::{uniform_discr, UniformPartition};
     use std::time::Instant;
 
-    /// A small cone (the ODL conventions: circular, axis 2) on GPU 0.
+    /// The cone problem of the benches at `n` (n³ on [-1, 1]³, n views, detector 3n/2 × n; the
+    /// ODL conventions: circular about axis 2).
     fn small_cone(n: usize) -> Result<(Geometry, Grid)> {
         let space = uniform_discr::<f32>(&[-1.0; 3], &[1.0; 3], &[n, n, n])?;
         let part = |lo: &[f64], hi: &[f64], k: &[usize]| UniformPartition::new(lo, hi, k);
@@ -1012,18 +1013,7 @@ mod tests {
             .and_then(|v| v.parse().ok())
             .unwrap_or(256);
         let layouts = std::env::var("RODL_PIECES_LAYOUTS").unwrap_or_else(|_| "1x1,4x4".into());
-        let space = uniform_discr::<f32>(&[-1.0; 3], &[1.0; 3], &[n, n, n])?;
-        let part = |lo: &[f64], hi: &[f64], k: &[usize]| UniformPartition::new(lo, hi, k);
-        let geometry = Geometry::cone_flat(
-            &part(&[0.0], &[2.0 * std::f64::consts::PI], &[n])?,
-            &part(&[-2.8284, -2.8859], &[2.8284, 2.8859], &[3 * n / 2, n])?,
-            4.0,
-            4.0,
-            0.0,
-            [0.0, 0.0, 1.0],
-            [0.0, 0.0],
-        )?;
-        let grid = Grid::of(space.partition()?);
+        let (geometry, grid) = small_cone(n)?;
         let geom = geometry.vec();
         let axis = std::env::var("RODL_PIECES_AXIS")
             .ok()

@@ -179,25 +179,10 @@ impl GpuFilter {
             }
             Method::Direct(taps) => taps,
         };
-        let too_many = || Error::invalid(format!("FBP filter: a batch of {entries} entries"));
         let params = FbpParams {
-            ncols: i64::try_from(entries)
-                .ok()
-                .and_then(|e| self.params.ncols.checked_mul(e))
-                .ok_or_else(too_many)?,
+            ncols: cufft::batch_rows(self.params.ncols, self.params.nu, entries, x.len(), y.len())?,
             ..self.params
         };
-        let n = (params.ncols as u64)
-            .checked_mul(params.nu as u64)
-            .ok_or_else(too_many)?;
-        if x.len() as u64 != n || y.len() as u64 != n {
-            return Err(Error::invalid(format!(
-                "FBP filter: data of {} and {} values for {entries} × {} values",
-                x.len(),
-                y.len(),
-                self.params.ncols as u64 * self.params.nu as u64
-            )));
-        }
         let rows = self.params.nv == 1;
         let name = match (rows, x.dtype().pick("f32", "f64")) {
             (true, "f32") => "fbp_filter_rows_f32",

@@ -122,6 +122,33 @@ pub(crate) fn method() -> Result<GpuFilterMethod> {
 
 /// Rows per pass for `nrows` rows at most `max_rows` at a time: the fewest passes, rows split
 /// evenly over them.
+/// The detector rows of a batch of `entries` data of `rows` rows of `nu` values each: errors
+/// unless they fit an `i64` and the input and output hold `x_len` and `y_len` = all their
+/// values.
+pub(super) fn batch_rows(
+    rows: i64,
+    nu: i32,
+    entries: usize,
+    x_len: usize,
+    y_len: usize,
+) -> Result<i64> {
+    let too_many = || Error::invalid(format!("FBP filter: a batch of {entries} entries"));
+    let total = i64::try_from(entries)
+        .ok()
+        .and_then(|e| rows.checked_mul(e))
+        .ok_or_else(too_many)?;
+    let n = (total as u64)
+        .checked_mul(nu.max(0) as u64)
+        .ok_or_else(too_many)?;
+    if x_len as u64 != n || y_len as u64 != n {
+        return Err(Error::invalid(format!(
+            "FBP filter: data of {x_len} and {y_len} values for {entries} × {} values",
+            rows as u64 * nu.max(0) as u64
+        )));
+    }
+    Ok(total)
+}
+
 fn rows_per_pass(nrows: usize, max_rows: usize) -> usize {
     let passes = nrows.max(1).div_ceil(max_rows.max(1));
     nrows.max(1).div_ceil(passes)
@@ -356,25 +383,10 @@ impl FftFilter {
                 "the GPU FBP filter was built for another scalar type".into(),
             ));
         }
-        let too_many = || Error::invalid(format!("FBP filter: a batch of {entries} entries"));
         let p = FftParams {
-            nrows: i64::try_from(entries)
-                .ok()
-                .and_then(|e| self.params.nrows.checked_mul(e))
-                .ok_or_else(too_many)?,
+            nrows: batch_rows(self.params.nrows, self.params.nu, entries, x.len(), y.len())?,
             ..self.params
         };
-        let n = (p.nrows as u64)
-            .checked_mul(p.nu as u64)
-            .ok_or_else(too_many)?;
-        if x.len() as u64 != n || y.len() as u64 != n {
-            return Err(Error::invalid(format!(
-                "FBP filter: data of {} and {} values for {entries} × {} values",
-                x.len(),
-                y.len(),
-                self.params.nrows as u64 * self.params.nu as u64
-            )));
-        }
         let cols = p.nv > 1;
         let name = |base: &str| format!("{base}_{}", self.dtype.pick("f32", "f64"));
         let gather = ctx.function(
