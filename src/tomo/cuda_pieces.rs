@@ -948,6 +948,49 @@ mod tests {
         (num / den).sqrt()
     }
 
+    /// The packed values of a slab along each axis, copied in chunks that start and end
+    /// anywhere in a run (as the pinned buffers cut them), are the slab's, and go back to their
+    /// places. Needs no GPU.
+    #[test]
+    fn runs_copy_any_chunk_of_a_strided_slab() {
+        let shape = [5, 7, 9];
+        let whole: Vec<f32> = (0..5 * 7 * 9).map(|i| i as f32).collect();
+        for axis in 0..3 {
+            let slab = 2..5;
+            let runs = Runs::slab(shape, axis, &slab);
+            assert!(runs.within(whole.len()));
+            let want: Vec<f32> = (0..whole.len())
+                .filter(|&i| {
+                    let idx = [i / 63, i / 9 % 7, i % 9];
+                    slab.contains(&idx[axis])
+                })
+                .map(|i| whole[i])
+                .collect();
+            assert_eq!(runs.total(), want.len());
+            for chunk in [1, 4, 5, 13, want.len()] {
+                let mut packed = vec![-1.0f32; want.len()];
+                let mut back = vec![0.0f32; whole.len()];
+                for x0 in (0..want.len()).step_by(chunk) {
+                    let n = chunk.min(want.len() - x0);
+                    // SAFETY: `whole` holds the runs (checked), `packed` the chunk's values.
+                    unsafe {
+                        runs.gather(whole.as_ptr(), packed[x0..].as_mut_ptr(), x0, n);
+                        runs.scatter(packed[x0..].as_ptr(), back.as_mut_ptr(), x0, n);
+                    }
+                }
+                assert_eq!(packed, want, "axis {axis}, chunks of {chunk}");
+                for (i, (&b, &w)) in back.iter().zip(&whole).enumerate() {
+                    let idx = [i / 63, i / 9 % 7, i % 9];
+                    let expect = if slab.contains(&idx[axis]) { w } else { 0.0 };
+                    assert_eq!(b, expect, "axis {axis}, chunks of {chunk}, value {i}");
+                }
+            }
+        }
+        // Runs beyond the array are refused before any copy.
+        let last = Runs::slab([5, 7, 9], 2, &(6..9));
+        assert!(last.within(5 * 7 * 9) && !last.within(5 * 7 * 9 - 1));
+    }
+
     /// Slabs along axes 0, 1 and 2 (strided for 1 and 2) with device-resident and host data
     /// equal the whole transform; the slabs along axis 2 launch bands of rows. Needs a GPU
     /// (the crate's unit tests with the `cuda` feature run only where one is).
