@@ -140,7 +140,7 @@ impl CudaRay {
     /// Every ray, plane and tap coordinate is then the unsplit transform's, bit for bit (a
     /// slab's own corner rounds them differently). A 3D piece's chunked kernels launch only the
     /// detector rows whose rays can reach the slab ([`VecGeometry::rows_through`] on the slab
-    /// widened by a cell each side); none at all when no ray of its views meets it.
+    /// widened by a cell each side, [`Grid::reach_box`]); none at all when no ray of its views meets it.
     pub(crate) fn piece(
         id: usize,
         geom: &VecGeometry,
@@ -176,9 +176,7 @@ impl CudaRay {
         lo[axis] = to_i32(slab.start, "slab offset")?;
         let whole = slab.len() == grid.shape[axis];
         let band = if geom.ndim() == 3 && !whole {
-            let lower = |k: usize| grid.min[k] + lo[k] as f64 * grid.h[k];
-            let min = [0, 1, 2].map(|k| lower(k) - grid.h[k]);
-            let max = [0, 1, 2].map(|k| lower(k) + (shape[k] as f64 + 1.0) * grid.h[k]);
+            let (min, max) = grid.reach_box(axis, &slab);
             geom.rows_through(views.clone(), min, max)
         } else {
             0..geom.nv()

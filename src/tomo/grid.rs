@@ -31,6 +31,23 @@ impl Grid {
         grid
     }
 
+    /// The world box of the cells `cells` along `axis` (the whole range along the other axes),
+    /// widened by one cell on every side: the region a ray must pass through to have an
+    /// interpolation tap in those cells (a tap reads cells up to one cell side from the ray's
+    /// path), as [`VecGeometry::rows_through`](super::VecGeometry::rows_through) takes it.
+    pub(crate) fn reach_box(
+        &self,
+        axis: usize,
+        cells: &std::ops::Range<usize>,
+    ) -> ([f64; 3], [f64; 3]) {
+        let (mut lo, mut hi) = ([0usize; 3], self.shape);
+        lo[axis] = cells.start;
+        hi[axis] = cells.end;
+        let min = [0, 1, 2].map(|k| self.min[k] + (lo[k] as f64 - 1.0) * self.h[k]);
+        let max = [0, 1, 2].map(|k| self.min[k] + (hi[k] as f64 + 1.0) * self.h[k]);
+        (min, max)
+    }
+
     /// The cells `cells` along axis 0 of this grid: the same cell sides and inverse sides, bit
     /// for bit (so every ray keeps its dominant axis, which a partition of the slab's extent
     /// could change by a rounding of its cell side), the lower corner moved to the slab's.

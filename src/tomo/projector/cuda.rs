@@ -136,19 +136,23 @@ const PIECE_COST: u128 = 1 << 20;
 /// Views sampled for the bands of [`layout_cost`] (evenly spaced; the launches use every view).
 const COST_VIEWS: usize = 64;
 
-/// The whole forward's time in passes of ray set-ups (one set-up per ray and segment), the
-/// adjoint's, and the cost of each further pass a layout's slabs launch (the rays of a band that
-/// cross its slab only partly: their set-ups, partial segments and atomics), calibrated on an
-/// H200 on cone_1024: whole forward 3.05 s and adjoint 4.98 s against a pass of 0.58 s, and
-/// with slabs along the rotation axis (device data, 6 to 9 slabs) about 1.5 s per further pass.
+/// The whole forward's time in tenths of a pass of ray set-ups (one set-up per ray and segment).
+/// With [`ADJOINT_PASSES`] (the adjoint's) and [`BAND_PASS`] (each further pass a layout's bands
+/// add: the rays of a band cross their slab only partly, with their set-ups, partial segments
+/// and atomics), calibrated on an H200 on cone_1024: whole forward 3.05 s and adjoint 4.98 s
+/// against a pass of 0.58 s, and with slabs along the rotation axis (device data, 6 to 9 slabs)
+/// about 1.5 s per further pass.
 const FORWARD_PASSES: u128 = 53;
+/// The whole adjoint's time, in tenths of a pass (see [`FORWARD_PASSES`]).
 const ADJOINT_PASSES: u128 = 86;
+/// The cost of each further pass that bands of rows add, in tenths of a pass (see
+/// [`FORWARD_PASSES`]).
 const BAND_PASS: u128 = 26;
 /// The cost of each further pass with slabs across the rotation axis (whose segments lie wholly
 /// in or out of a slab, so that a pass is little more than its set-ups: about 0.6 s on the H200,
 /// cone_1024), in tenths of a pass.
 const SLAB_PASS: u128 = 10;
-/// The unit of the three above: tenths of a pass.
+/// The unit of the pass constants above: tenths of a pass.
 const TENTHS: u128 = 10;
 
 /// What `k` slabs along `axis` × `m` view groups cost one forward and one adjoint of a
@@ -184,12 +188,7 @@ fn layout_cost(k: usize, m: usize, axis: usize, geom: &VecGeometry, grid: &Grid)
         slabs
             .iter()
             .map(|s| {
-                let mut lo = [0usize; 3];
-                let mut hi = grid.shape;
-                lo[axis] = s.start;
-                hi[axis] = s.end;
-                let min = [0, 1, 2].map(|d| grid.min[d] + (lo[d] as f64 - 1.0) * grid.h[d]);
-                let max = [0, 1, 2].map(|d| grid.min[d] + (hi[d] as f64 + 1.0) * grid.h[d]);
+                let (min, max) = grid.reach_box(axis, s);
                 (0..geom.num_views())
                     .step_by(step)
                     .map(|v| geom.rows_through(v..v + 1, min, max))
