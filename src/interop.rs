@@ -1,5 +1,5 @@
 //! Other libraries' GPU memory as rodl's: applying an operator to tensors that PyTorch, CuPy or
-//! JAX own (e.g. through DLPack), in place on their device, ordered on their stream.
+//! JAX own (e.g. through DLPack), in place on their device and on their stream.
 //!
 //! [`apply_to_cuda_memory`] wraps the caller's device buffers as elements of the operator's
 //! (device-resident) domain and range for the duration of the call — no copy to the host or
@@ -133,9 +133,11 @@ impl<T: Scalar> Drop for Borrowed<T> {
 /// Applies `op` to `batch` inputs stored one after the other (C order, each of the domain's
 /// shape) at device address `input`, writing the `batch` results one after the other at
 /// `output` — in one pass per chunk of [`BatchedOperator::max_batch`](crate::BatchedOperator)
-/// entries where the operator has a [batched form](Operator::batched), else entry by entry — on the GPU of the operator's domain and range, ordered after the work queued on
-/// the caller's CUDA `stream` (0: the default stream) and with that stream waiting for the
-/// result (events, no synchronisation). `op`'s domain and range must be on the same CUDA device
+/// entries where the operator has a [batched form](Operator::batched), else entry by entry — on
+/// the GPU of the operator's domain and range, **on the caller's CUDA `stream`** (0: the legacy
+/// default stream): every kernel, copy and temporary allocation of the call is queued there, in
+/// the stream's order, with no synchronisation of host or device (rodl's own stream is ordered
+/// with it by events, for the tables an operator uploaded when it was built). `op`'s domain and range must be on the same CUDA device
 /// (build the operator for that device, e.g. with a [factory](crate::factory)); each batch
 /// entry is one application. An element of a product space of tensor spaces (the range of a
 /// `Gradient`, say) is its parts one after the other, as the Python package stacks them along
@@ -229,5 +231,5 @@ pub unsafe fn apply_to_cuda_memory<T: Scalar>(
         Ok(())
     };
     // SAFETY: the caller guarantees the stream.
-    unsafe { Cuda::ordered_with_stream(id, stream, &mut run) }
+    unsafe { Cuda::run_on_stream(id, stream, &mut run) }
 }

@@ -12,9 +12,9 @@ backward applies the operator's exact transpose for tensors — its adjoint in r
 spaces times ``w_domain / w_range``, as ODL's ``OperatorModule`` does — through the same custom
 operator, so double backward works and
 ``torch.compile`` keeps it in the graph. On a GPU the tensors are used in place through DLPack
-(no host copy): the operator runs on the tensor's device, ordered after the caller's current
-CUDA stream with events, and that stream waits for the result; nothing synchronises the device
-or the host. On the CPU the tensors are shared with NumPy without a copy.
+(no host copy): the operator runs on the tensor's device and on the caller's current CUDA
+stream — its kernels, copies and temporaries are queued there, in that stream's order, so
+``torch.cuda.graph`` captures them too — and nothing synchronises the device or the host. On the CPU the tensors are shared with NumPy without a copy.
 
 This module imports ``torch``; ``import rodl`` alone does not.
 """

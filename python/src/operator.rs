@@ -164,7 +164,7 @@ pub fn apply<T: Real>(
 }
 
 /// Applies `op` to a C-contiguous CUDA tensor `x` (`(*batch, *domain)`) into `out`
-/// (`(*batch, *range)`), both on the operator's device, in place, ordered on the caller's
+/// (`(*batch, *range)`), both on the operator's device, in place, on the caller's
 /// `stream` (see `rodl::interop::apply_to_cuda_memory`).
 fn apply_dlpack<T: Real>(
     py: Python<'_>,
@@ -312,7 +312,7 @@ impl PyOperator {
 
     /// For `rodl.torch`: applies the operator to the CUDA tensor behind the DLPack capsule `x`
     /// (`(*batch, *domain.shape)`, C-contiguous, on the operator's device), writing into the
-    /// tensor behind `out` (`(*batch, *range.shape)`), ordered on the CUDA `stream` (its
+    /// tensor behind `out` (`(*batch, *range.shape)`), on the CUDA `stream` (its
     /// handle) without synchronising. Both tensors must stay referenced by the caller.
     fn _apply_dlpack(
         &self,

@@ -45,7 +45,7 @@ impl super::Runtime for Cuda {
     fn synchronize(_id: usize) -> Result<()> {
         Err(unavailable())
     }
-    unsafe fn ordered_with_stream(
+    unsafe fn run_on_stream(
         _id: usize,
         _stream: u64,
         _f: &mut dyn FnMut() -> Result<()>,

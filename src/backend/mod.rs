@@ -21,6 +21,21 @@ use ndarray::{ArrayD, ArrayViewD};
 
 pub(crate) use op::{Map2Op, MapOp};
 
+/// Runs `f`, whose device buffers outlive the current call (a cache filled on first use), with
+/// rodl's own streams rather than a stream lent by the caller (see
+/// [`interop::apply_to_cuda_memory`](crate::interop::apply_to_cuda_memory)); just `f` on the
+/// host and where no stream is lent.
+pub(crate) fn lasting<R>(f: impl FnOnce() -> Result<R>) -> Result<R> {
+    #[cfg(feature = "cuda")]
+    {
+        cuda::lasting(f)
+    }
+    #[cfg(not(feature = "cuda"))]
+    {
+        f()
+    }
+}
+
 use crate::{Device, Result, Scalar};
 
 /// Elementwise operation `out = op(x, y)`.
@@ -127,14 +142,15 @@ pub(crate) trait Runtime {
     /// Runs `f` between two timing events on device `id` and returns the device time between
     /// them in milliseconds.
     fn time(id: usize, f: &mut dyn FnMut() -> Result<()>) -> Result<f64>;
-    /// Runs `f` (whose work is queued on rodl's stream of device `id`) after the work queued so
-    /// far on another library's stream `stream` of that device, and queues on that stream a
-    /// wait for `f`'s work: both orders by events, without synchronising host or device.
+    /// Runs `f` with device `id`'s work on the calling thread queued on another library's
+    /// stream `stream` of that device: after the work queued there so far, in that stream's
+    /// order, and ordered with rodl's own stream by events, without synchronising host or
+    /// device.
     ///
     /// # Safety
     /// `stream` must be a live CUDA stream of device `id`'s primary context (or 0, the
-    /// default stream).
-    unsafe fn ordered_with_stream(
+    /// default stream) that stays alive until the work queued on it is done.
+    unsafe fn run_on_stream(
         id: usize,
         stream: u64,
         f: &mut dyn FnMut() -> Result<()>,

@@ -24,7 +24,8 @@ impl<T: Scalar> Scratch<T> {
         let cached = self.slot.lock().ok().and_then(|mut g| g.take());
         let mut tmp = match cached {
             Some(t) => t,
-            None => self.space.zero()?,
+            // Kept across calls: made on rodl's own streams.
+            None => crate::backend::lasting(|| self.space.zero())?,
         };
         let r = f(&mut tmp);
         if let Ok(mut g) = self.slot.lock() {

@@ -229,7 +229,7 @@ impl CudaRay {
         let mut info = self.ctx.alloc_raw::<f32>(4 * self.params.nviews as usize)?;
         let name = "joseph_setup2_f32";
         let f = self.ctx.function(&RAY, name)?;
-        let stream = self.ctx.stream();
+        let stream = &self.ctx.stream();
         let mut b = stream.launch_builder(&f);
         b.arg(&self.views)
             .arg(&self.params)
@@ -332,7 +332,7 @@ impl CudaRay {
         extra: &[i32],
     ) -> Result<()> {
         let f = self.ctx.function(&RAY, name)?;
-        let stream = self.ctx.stream();
+        let stream = &self.ctx.stream();
         let mut b = stream.launch_builder(&f);
         let count = self.params.nviews;
         b.arg(&input)
@@ -391,7 +391,7 @@ impl CudaRay {
         if gx == 0 || gy == 0 || gz == 0 {
             return Ok(true); // no rays: nothing to compute
         }
-        let stream = self.ctx.stream();
+        let stream = &self.ctx.stream();
         if zsegs > 1 {
             self.zero(sino, self.rays() * batch, "clearing the sinogram")?;
         }
@@ -450,7 +450,7 @@ impl CudaRay {
         vol: &DeviceTensor<f32>,
         sino: &mut DeviceTensor<f32>,
     ) -> Result<()> {
-        let stream = self.ctx.stream();
+        let stream = &self.ctx.stream();
         let (v, _v) = vol.slice().device_ptr(stream);
         let (s, _s) = sino.slice_mut().device_ptr_mut(stream);
         // SAFETY: the tensors hold this geometry's volume and data (checked by the caller) and
@@ -521,7 +521,7 @@ impl CudaRay {
     pub(crate) unsafe fn add_raw(&self, src: u64, dst: u64, n: usize) -> Result<()> {
         let name = "joseph_add_f32";
         let f = self.ctx.function(&RAY, name)?;
-        let stream = self.ctx.stream();
+        let stream = &self.ctx.stream();
         let count = n as u64;
         let mut b = stream.launch_builder(&f);
         b.arg(&src).arg(&dst).arg(&count);
@@ -559,7 +559,7 @@ impl CudaRay {
         sino: &DeviceTensor<f32>,
         vol: &mut DeviceTensor<f32>,
     ) -> Result<()> {
-        let stream = self.ctx.stream();
+        let stream = &self.ctx.stream();
         let (s, _s) = sino.slice().device_ptr(stream);
         let (v, _v) = vol.slice_mut().device_ptr_mut(stream);
         // SAFETY: the tensors hold this geometry's data and volume (checked by the caller) and
@@ -640,7 +640,7 @@ impl CudaRay {
             return self.forward(vol, sino);
         }
         self.check_batch(batch, vol.slice().len(), sino.slice().len())?;
-        let stream = self.ctx.stream();
+        let stream = &self.ctx.stream();
         let (v, _v) = vol.slice().device_ptr(stream);
         let (s, _s) = sino.slice_mut().device_ptr_mut(stream);
         // The tensors hold `batch` volumes and data of this geometry (checked above) and stay
@@ -681,7 +681,7 @@ impl CudaRay {
             return self.transpose(sino, vol);
         }
         self.check_batch(batch, vol.slice().len(), sino.slice().len())?;
-        let stream = self.ctx.stream();
+        let stream = &self.ctx.stream();
         let (s, _s) = sino.slice().device_ptr(stream);
         let (v, _v) = vol.slice_mut().device_ptr_mut(stream);
         // The tensors hold `batch` data and volumes of this geometry (checked above) and stay
@@ -760,7 +760,7 @@ impl CudaRay {
         let weigh = "joseph_weigh2_f32";
         let fw = self.ctx.function(&RAY, weigh)?;
         {
-            let stream = self.ctx.stream();
+            let stream = &self.ctx.stream();
             let mut b = stream.launch_builder(&fw);
             b.arg(&sino).arg(&g.weights).arg(&mut cw).arg(&n).arg(&per);
             // SAFETY: the signature is (const float* sino, const float* weights, float* c,
@@ -811,7 +811,7 @@ impl CudaRay {
             block_dim: (256, 1, 1),
             shared_mem_bytes: 0,
         };
-        let stream = self.ctx.stream();
+        let stream = &self.ctx.stream();
         let mut b = stream.launch_builder(&f);
         b.arg(&sino)
             .arg(&g.weights)
@@ -847,7 +847,7 @@ impl CudaRay {
         if n0 == 0 || n1 == 0 || batch == 0 {
             return Ok(());
         }
-        let stream = self.ctx.stream();
+        let stream = &self.ctx.stream();
         let voxels = (n0 * n1) as usize;
         let per = self.params.nviews as usize * self.params.nu as usize;
         let (cw_at, _cw) = cw.device_ptr(stream);

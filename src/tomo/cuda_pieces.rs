@@ -387,7 +387,7 @@ fn lock<X>(m: &Mutex<X>) -> MutexGuard<'_, X> {
 
 /// The device address of a buffer.
 fn addr(ctx: &DeviceCtx, buf: &CudaSlice<f32>) -> u64 {
-    buf.device_ptr(ctx.stream()).0
+    buf.device_ptr(&ctx.stream()).0
 }
 
 /// Two (or one) device buffers of `n` values, or none.
@@ -614,7 +614,7 @@ impl PieceRunner {
         scratch: &[CudaSlice<f32>],
     ) -> Result<()> {
         let ctx = &*self.ctx;
-        let compute = ctx.stream();
+        let compute = &ctx.stream();
         let ns = self.slabs.len();
         // The copy streams start after the buffers' stream-ordered allocation.
         lanes.order(&lanes.up, compute)?;
@@ -711,7 +711,7 @@ impl PieceRunner {
                         *base,
                         addr(&self.ctx, &bufs[0]),
                         false,
-                        self.ctx.stream(),
+                        &self.ctx.stream(),
                     )
                 };
             }
@@ -766,7 +766,7 @@ impl PieceRunner {
         slab_bufs: &[CudaSlice<f32>],
     ) -> Result<()> {
         let ctx = &*self.ctx;
-        let compute = ctx.stream();
+        let compute = &ctx.stream();
         let ns = self.slabs.len();
         let ng = self.groups.len();
         lanes.order(&lanes.up, compute)?;

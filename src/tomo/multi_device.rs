@@ -89,7 +89,8 @@ impl<T: Scalar> Part<T> {
         let cached = self.vol.lock().ok().and_then(|mut g| g.take());
         match cached {
             Some(v) => Ok(v),
-            None => self.backward.range().zero(),
+            // Kept across calls: made on rodl's own streams.
+            None => crate::backend::lasting(|| self.backward.range().zero()),
         }
     }
 

@@ -16,6 +16,9 @@ use cudarc::driver::{
 };
 use cudarc::nvrtc::{CompileError, CompileOptions, Ptx};
 
+use super::borrowed;
+use super::driver_error::describe;
+pub(crate) use super::driver_error::driver_err;
 use crate::backend::kernel_cache::{self, CacheKey, KeyParts};
 use crate::{Error, Result, Scalar};
 
@@ -92,27 +95,6 @@ pub(crate) struct CudaSliceOf;
 
 impl crate::ScalarFamily for CudaSliceOf {
     type Of<T: Scalar> = CudaSlice<T>;
-}
-
-/// Maps a driver error to [`Error::Cuda`], saying what was being done.
-pub(crate) fn driver_err(what: &str) -> impl FnOnce(DriverError) -> Error + '_ {
-    move |e| Error::Cuda(format!("{what}: {}", describe(&e)))
-}
-
-fn describe(e: &DriverError) -> String {
-    let name = e
-        .error_name()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|_| format!("{:?}", e.0));
-    let text = e
-        .error_string()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    if text.is_empty() {
-        name
-    } else {
-        format!("{name} ({text})")
-    }
 }
 
 fn panic_text(p: Box<dyn std::any::Any + Send>) -> String {
@@ -284,9 +266,10 @@ pub(crate) const STAGING_MIN_BYTES: usize = 1 << 20;
 
 /// Everything rodl keeps per CUDA device: context, stream, compiled kernels, memory pool.
 ///
-/// All rodl work on a device is ordered on [`DeviceCtx::stream`]; other crate modules that launch
-/// their own kernels use the same stream (so no extra synchronisation is needed) and get their
-/// compiled functions from [`DeviceCtx::function`].
+/// All rodl work on a device is ordered on [`DeviceCtx::stream`]: rodl's own stream, or during
+/// [`DeviceCtx::run_on_stream`] the caller's. Other crate modules that launch their own kernels
+/// use that stream (so no extra synchronisation is needed) and get their compiled functions from
+/// [`DeviceCtx::function`].
 pub(crate) struct DeviceCtx {
     id: usize,
     name: String,
@@ -296,6 +279,7 @@ pub(crate) struct DeviceCtx {
     /// NVRTC and driver versions for the kernel cache's keys (`None`: no cache).
     versions: Option<((i32, i32), i32)>,
     ctx: Arc<CudaContext>,
+    /// rodl's own stream (non-blocking: no implicit order with other libraries' streams).
     stream: Arc<CudaStream>,
     /// The device's default memory pool (stream-ordered allocations), if supported.
     pool: Option<usize>,
@@ -371,17 +355,19 @@ impl DeviceCtx {
                     cc.0, cc.1
                 ))
             })?;
-        // All rodl work on the device goes to the context's default stream: one stream, so
-        // operations are ordered without events.
-        let stream = ctx.default_stream();
-        // cudarc's per-buffer event tracking orders buffers shared between streams; with one
-        // stream it only costs two events per buffer (created and destroyed with it, a few µs
-        // each: most of the host time of a small operator call). Work of other libraries'
-        // streams is ordered explicitly (`Runtime::ordered_with_stream`), and copies between
-        // devices synchronise their source first (`DeviceTensor::to_device`).
+        // cudarc's per-buffer event tracking orders buffers shared between streams; rodl
+        // orders its streams explicitly instead (tracking costs two events per buffer, created
+        // and destroyed with it, a few µs each: most of the host time of a small operator call).
+        // All rodl work on the device goes to one stream at a time: its own, or a stream lent
+        // by the caller, ordered with its own by events (`borrowed`); the pieces' copy streams
+        // are ordered by their own events; copies between devices synchronise their source
+        // first (`DeviceTensor::to_device`).
         // SAFETY: no buffer of this context is used on a second stream without explicit
         // ordering (see above), so no use can outlive a free or race a write.
         unsafe { ctx.disable_event_tracking() };
+        // A non-blocking stream of rodl's own, so that no implicit synchronisation with the
+        // legacy default stream ties rodl's work to other libraries' work.
+        let stream = guarded("CUDA stream creation", || ctx.new_stream())?.map_err(unavailable)?;
         let pool = if pools > 0 {
             Self::configure_pool(&ctx)
         } else {
@@ -451,9 +437,33 @@ impl DeviceCtx {
         &self.ctx
     }
 
-    /// The stream all rodl work on this device is ordered on.
-    pub(crate) fn stream(&self) -> &Arc<CudaStream> {
+    /// The stream rodl's work on this device goes to from the calling thread: the stream lent
+    /// by [`Self::run_on_stream`] while it runs (outside [`lasting`](super::lasting) scopes),
+    /// otherwise rodl's own stream.
+    pub(crate) fn stream(&self) -> Arc<CudaStream> {
+        borrowed::current(self.id).unwrap_or_else(|| Arc::clone(&self.stream))
+    }
+
+    /// rodl's own stream of this device (for what outlives a call on a lent stream).
+    pub(crate) fn own_stream(&self) -> &Arc<CudaStream> {
         &self.stream
+    }
+
+    /// Runs `f` with this device's work on the calling thread queued on another library's
+    /// stream `stream` of the device's primary context (0: the legacy default stream), ordered
+    /// by events with rodl's own stream: no host or device synchronisation.
+    ///
+    /// # Safety
+    /// `stream` must be a live stream of this device's primary context that stays alive until
+    /// the work queued on it is done.
+    pub(crate) unsafe fn run_on_stream(
+        &self,
+        stream: u64,
+        f: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<()> {
+        self.bind()?;
+        // SAFETY: forwarded to the caller.
+        unsafe { borrowed::run_on(self.id, &self.ctx, &self.stream, stream, f) }
     }
 
     /// Makes the device's context current on the calling thread (needed before raw driver
@@ -472,9 +482,9 @@ impl DeviceCtx {
             .map_err(driver_err("querying the device memory"))
     }
 
-    /// Waits until all work queued on the device's stream has finished.
+    /// Waits until all work queued on the device's stream ([`Self::stream`]) has finished.
     pub(crate) fn synchronize(&self) -> Result<()> {
-        self.stream
+        self.stream()
             .synchronize()
             .map_err(driver_err("synchronising the stream"))
     }
@@ -643,6 +653,7 @@ impl DeviceCtx {
     /// Returns the memory the pool keeps for reuse to the device (after the queued work).
     fn trim_pool(&self) {
         if let Some(pool) = self.pool {
+            let _ = self.stream().synchronize();
             let _ = self.stream.synchronize();
             // SAFETY: the pool handle came from cuDeviceGetDefaultMemPool.
             let _ = unsafe { sys::cuMemPoolTrimTo(pool as sys::CUmemoryPool, 0) };
@@ -657,7 +668,7 @@ impl DeviceCtx {
             bytes,
             || {
                 // SAFETY: the memory is uninitialised; callers write before they read.
-                unsafe { self.stream.alloc::<U>(n.max(1)) }
+                unsafe { self.stream().alloc::<U>(n.max(1)) }
             },
         )
     }
@@ -683,9 +694,12 @@ impl DeviceCtx {
     ) -> Result<R> {
         let mut g = lock(&self.reduce_scratch);
         if g.is_none() {
-            let partial = self.alloc_raw::<f64>(self.sm_count as usize * 32)?;
-            let total = self.alloc_raw::<f64>(1)?;
-            *g = Some((partial, total));
+            *g = Some(borrowed::lasting(|| {
+                Ok((
+                    self.alloc_raw::<f64>(self.sm_count as usize * 32)?,
+                    self.alloc_raw::<f64>(1)?,
+                ))
+            })?);
         }
         match g.as_mut() {
             Some((partial, total)) => f(partial, total),
@@ -765,7 +779,7 @@ impl StagingGuard<'_> {
         len: usize,
     ) -> Result<()> {
         let ctx = self.ctx;
-        let stream = Arc::clone(&ctx.stream);
+        let stream = ctx.stream();
         ctx.ctx
             .bind_to_thread()
             .map_err(driver_err("binding the context"))?;
@@ -793,7 +807,9 @@ impl StagingGuard<'_> {
             off += n;
             k += 1;
         }
-        ctx.synchronize()
+        stream
+            .synchronize()
+            .map_err(driver_err("synchronising the stream"))
     }
 
     /// Copies `len` bytes from device address `src` to host memory `dst` through the pinned
@@ -809,7 +825,7 @@ impl StagingGuard<'_> {
         len: usize,
     ) -> Result<()> {
         let ctx = self.ctx;
-        let stream = Arc::clone(&ctx.stream);
+        let stream = ctx.stream();
         ctx.ctx
             .bind_to_thread()
             .map_err(driver_err("binding the context"))?;

@@ -5,8 +5,9 @@
 //! # Using it from other crate modules
 //!
 //! * [`device_ctx`]`(id)` gives the shared [`DeviceCtx`] of a device: its cudarc context
-//!   ([`DeviceCtx::context`]), the one stream all rodl work on that device is ordered on
-//!   ([`DeviceCtx::stream`]), allocation ([`DeviceCtx::alloc`], [`DeviceCtx::alloc_raw`]: no
+//!   ([`DeviceCtx::context`]), the stream rodl's work on that device goes to
+//!   ([`DeviceCtx::stream`]: rodl's own, or the caller's during [`DeviceCtx::run_on_stream`]; a
+//!   cache that outlives a call is made inside [`lasting`]), allocation ([`DeviceCtx::alloc`], [`DeviceCtx::alloc_raw`]: no
 //!   panics, out-of-memory is an [`Error::Cuda`](crate::Error::Cuda)), launch configurations
 //!   ([`DeviceCtx::launch_cfg`]) and compiled kernels ([`DeviceCtx::function`]).
 //! * A kernel source is a [`KernelSource`] constant (`include_str!` of a `kernels/*.cu` file, a
@@ -28,7 +29,8 @@
 //! };
 //! let ctx = x.ctx();
 //! let f = ctx.function(&RAY, "forward_f32")?;
-//! let mut l = ctx.stream().launch_builder(&f);
+//! let stream = &ctx.stream();
+//! let mut l = stream.launch_builder(&f);
 //! l.arg(x.slice()).arg(out.slice_mut()).arg(&n);
 //! unsafe { l.launch(ctx.launch_cfg(n as usize)) }.map_err(driver_err("ray kernel"))?;
 //! ```
@@ -42,11 +44,14 @@
 // Parts of the internal API exist for other modules (ray transform) that may not use them yet.
 #![allow(dead_code)]
 
+mod borrowed;
 mod context;
+mod driver_error;
 mod ops;
 mod pointwise;
 mod tensor;
 
+pub(crate) use borrowed::lasting;
 #[allow(unused_imports)]
 pub(crate) use context::{
     device_count, device_ctx, driver_err, par_copy, DeviceCtx, Dtype, KernelSource, PinnedBuf,
@@ -84,41 +89,19 @@ impl super::Runtime for Cuda {
         device_ctx(id)?.memory_info()
     }
 
-    unsafe fn ordered_with_stream(
+    unsafe fn run_on_stream(
         id: usize,
         stream: u64,
         f: &mut dyn FnMut() -> crate::Result<()>,
     ) -> crate::Result<()> {
-        let ctx = device_ctx(id)?;
-        ctx.bind()?;
-        // SAFETY: the caller guarantees a live stream of this device's primary context, which
-        // is the context rodl uses; the wrapper does not destroy it.
-        let foreign = unsafe {
-            ctx.context()
-                .wrap_borrowed_stream(stream as cudarc::driver::sys::CUstream)
-        };
-        let ready = foreign
-            .record_event(None)
-            .map_err(driver_err("recording an event on the caller's stream"))?;
-        ctx.stream()
-            .wait(&ready)
-            .map_err(driver_err("ordering rodl's stream after the caller's"))?;
-        let result = f();
-        // Whatever f did, the caller's stream waits for the work it queued.
-        let done = ctx
-            .stream()
-            .record_event(None)
-            .map_err(driver_err("recording an event on rodl's stream"))?;
-        foreign
-            .wait(&done)
-            .map_err(driver_err("ordering the caller's stream after rodl's"))?;
-        result
+        // SAFETY: forwarded to the caller.
+        unsafe { device_ctx(id)?.run_on_stream(stream, f) }
     }
 
     fn time(id: usize, f: &mut dyn FnMut() -> crate::Result<()>) -> crate::Result<f64> {
         use cudarc::driver::sys::CUevent_flags;
         let ctx = device_ctx(id)?;
-        let stream = ctx.stream();
+        let stream = &ctx.stream();
         let ev = |what| {
             stream
                 .record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))

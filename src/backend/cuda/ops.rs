@@ -137,7 +137,7 @@ impl<T: Scalar> StencilBackend<T> for DeviceTensor<T> {
             check_like(x, o, "Gradient")?;
         }
         let ctx = Arc::clone(x.ctx());
-        let stream = ctx.stream();
+        let stream = &ctx.stream();
         let f = ctx.function(&FINITE_DIFF, &p.kernel("grad", x))?;
         let mut guards: Vec<SyncOnDrop<'_>> = Vec::with_capacity(outs.len());
         for (k, o) in outs.iter_mut().enumerate() {
@@ -168,7 +168,7 @@ impl<T: Scalar> StencilBackend<T> for DeviceTensor<T> {
             check_like(out, g, "Divergence")?;
         }
         let ctx = Arc::clone(out.ctx());
-        let stream = ctx.stream();
+        let stream = &ctx.stream();
         let f = ctx.function(&FINITE_DIFF, &p.kernel("div", out))?;
         let mut guards: Vec<SyncOnDrop<'_>> = Vec::with_capacity(parts.len());
         for (k, g) in parts.iter().enumerate() {
@@ -195,7 +195,8 @@ impl<T: Scalar> StencilBackend<T> for DeviceTensor<T> {
         let ctx = Arc::clone(x.ctx());
         let f = ctx.function(&FINITE_DIFF, &p.kernel("lap", x))?;
         let cfg = ctx.launch_cfg(p.n as usize);
-        let mut l = ctx.stream().launch_builder(&f);
+        let stream = ctx.stream();
+        let mut l = stream.launch_builder(&f);
         l.arg(x.slice()).arg(out.slice_mut()).arg(&p);
         // SAFETY: `x` and `out` hold `p.n` values each.
         unsafe { l.launch(cfg) }.map_err(driver_err("laplacian kernel"))?;
@@ -230,7 +231,7 @@ impl<T: Scalar> StencilBackend<T> for DeviceTensor<T> {
             mode,
         };
         let ctx = Arc::clone(out.ctx());
-        let stream = ctx.stream();
+        let stream = &ctx.stream();
         let f = ctx.function(&POINTWISE_NORM, out.dtype().pick("pnorm_f32", "pnorm_f64"))?;
         let mut guards: Vec<SyncOnDrop<'_>> = Vec::with_capacity(parts.len());
         for (k, g) in parts.iter().enumerate() {

@@ -40,7 +40,8 @@ impl<T: Scalar> PointwiseBackend<T> for DeviceTensor<T> {
         let f = ctx.function(&POINTWISE, self.dtype().pick("map_f32", "map_f64"))?;
         let (code, a, b, n) = (op as i32, a.f64(), b.f64(), self.len() as u64);
         let cfg = ctx.launch_cfg(self.len());
-        let mut l = ctx.stream().launch_builder(&f);
+        let stream = ctx.stream();
+        let mut l = stream.launch_builder(&f);
         l.arg(self.slice_mut())
             .arg(x.slice())
             .arg(&code)
@@ -63,7 +64,8 @@ impl<T: Scalar> PointwiseBackend<T> for DeviceTensor<T> {
         )?;
         let (code, a, b, n) = (op as i32, a.f64(), b.f64(), self.len() as u64);
         let cfg = ctx.launch_cfg(self.len());
-        let mut l = ctx.stream().launch_builder(&f);
+        let stream = ctx.stream();
+        let mut l = stream.launch_builder(&f);
         l.arg(self.slice_mut()).arg(&code).arg(&a).arg(&b).arg(&n);
         // SAFETY: `self` holds `n` values; the signature matches `map_inplace_*`.
         unsafe { l.launch(cfg) }
@@ -79,7 +81,8 @@ impl<T: Scalar> PointwiseBackend<T> for DeviceTensor<T> {
         let f = ctx.function(&POINTWISE, self.dtype().pick("map2_f32", "map2_f64"))?;
         let (code, n) = (op as i32, self.len() as u64);
         let cfg = ctx.launch_cfg(self.len());
-        let mut l = ctx.stream().launch_builder(&f);
+        let stream = ctx.stream();
+        let mut l = stream.launch_builder(&f);
         l.arg(self.slice_mut())
             .arg(x.slice())
             .arg(y.slice())

@@ -143,7 +143,7 @@ impl<T: Scalar> DeviceTensor<T> {
     /// The device address of the data (for work queued on the device's stream, which orders
     /// it after the tensor's earlier work).
     pub(crate) fn device_addr(&self) -> u64 {
-        self.buf.device_ptr(self.ctx.stream()).0
+        self.buf.device_ptr(&self.ctx.stream()).0
     }
 
     /// The ordinal of the tensor's GPU.
@@ -204,7 +204,7 @@ impl<T: Scalar> DeviceTensor<T> {
             Error::invalid(format!("cannot allocate {bytes} bytes of host memory: {e}"))
         })?;
         self.ctx.bind()?;
-        let stream = self.ctx.stream();
+        let stream = &self.ctx.stream();
         let (src, _r) = self.buf.device_ptr(stream);
         if staged {
             let mut st = self.ctx.staging()?;
@@ -241,7 +241,7 @@ impl<T: Scalar> DeviceTensor<T> {
         let mut out = Self::uninit(&ctx, a.shape())?;
         let bytes = std::mem::size_of_val(data);
         ctx.bind()?;
-        let stream = ctx.stream();
+        let stream = &ctx.stream();
         let (dst, _w) = out.buf.device_ptr_mut(stream);
         if staged {
             let mut st = ctx.staging()?;
@@ -267,7 +267,7 @@ impl<T: Scalar> DeviceTensor<T> {
 
     fn memset_zero(&mut self) -> Result<()> {
         self.ctx.bind()?;
-        let stream = Arc::clone(self.ctx.stream());
+        let stream = self.ctx.stream();
         let bytes = self.len * std::mem::size_of::<T>();
         let (dst, _w) = self.buf.device_ptr_mut(&stream);
         // SAFETY: the allocation holds `bytes` bytes; all-zero bits are 0.0.
@@ -291,7 +291,7 @@ impl<T: Scalar> BackendStorage<T> for DeviceTensor<T> {
     fn try_clone(&self) -> Result<Self> {
         let mut out = Self::uninit(&self.ctx, &self.shape)?;
         self.ctx.bind()?;
-        let stream = self.ctx.stream();
+        let stream = &self.ctx.stream();
         let bytes = self.len * std::mem::size_of::<T>();
         let (src, _r) = self.buf.device_ptr(stream);
         let (dst, _w) = out.buf.device_ptr_mut(stream);
@@ -319,7 +319,8 @@ impl<T: Scalar> BackendStorage<T> for DeviceTensor<T> {
             Binary::Lincomb(a, b) => {
                 let f = ctx.function(&VECTOR_OPS, dt.pick("lincomb_f32", "lincomb_f64"))?;
                 let (a, b) = (a.f64(), b.f64());
-                let mut l = ctx.stream().launch_builder(&f);
+                let stream = ctx.stream();
+                let mut l = stream.launch_builder(&f);
                 l.arg(&mut self.buf)
                     .arg(&x.buf)
                     .arg(&y.buf)
@@ -334,7 +335,8 @@ impl<T: Scalar> BackendStorage<T> for DeviceTensor<T> {
                     _ => dt.pick("div_f32", "div_f64"),
                 };
                 let f = ctx.function(&VECTOR_OPS, name)?;
-                let mut l = ctx.stream().launch_builder(&f);
+                let stream = ctx.stream();
+                let mut l = stream.launch_builder(&f);
                 l.arg(&mut self.buf).arg(&x.buf).arg(&y.buf).arg(&n);
                 launch!(l, cfg, name)
             }
@@ -348,7 +350,8 @@ impl<T: Scalar> BackendStorage<T> for DeviceTensor<T> {
         let f = ctx.function(&VECTOR_OPS, self.dtype.pick("axpby_f32", "axpby_f64"))?;
         let (a, b, n) = (a.f64(), b.f64(), self.len as u64);
         let cfg = self.cfg();
-        let mut l = ctx.stream().launch_builder(&f);
+        let stream = ctx.stream();
+        let mut l = stream.launch_builder(&f);
         l.arg(&x.buf).arg(&mut self.buf).arg(&a).arg(&b).arg(&n);
         launch!(l, cfg, "axpby kernel")
     }
@@ -363,13 +366,15 @@ impl<T: Scalar> BackendStorage<T> for DeviceTensor<T> {
             Unary::Scale(s) => {
                 let f = ctx.function(&VECTOR_OPS, self.dtype.pick("scale_f32", "scale_f64"))?;
                 let s = s.f64();
-                let mut l = ctx.stream().launch_builder(&f);
+                let stream = ctx.stream();
+                let mut l = stream.launch_builder(&f);
                 l.arg(&mut self.buf).arg(&x.buf).arg(&s).arg(&n);
                 launch!(l, cfg, "scale kernel")
             }
             Unary::Abs => {
                 let f = ctx.function(&VECTOR_OPS, self.dtype.pick("abs_f32", "abs_f64"))?;
-                let mut l = ctx.stream().launch_builder(&f);
+                let stream = ctx.stream();
+                let mut l = stream.launch_builder(&f);
                 l.arg(&mut self.buf).arg(&x.buf).arg(&n);
                 launch!(l, cfg, "abs kernel")
             }
@@ -385,7 +390,8 @@ impl<T: Scalar> BackendStorage<T> for DeviceTensor<T> {
         let f = ctx.function(&VECTOR_OPS, self.dtype.pick("fill_f32", "fill_f64"))?;
         let (v, n) = (v.f64(), self.len as u64);
         let cfg = self.cfg();
-        let mut l = ctx.stream().launch_builder(&f);
+        let stream = ctx.stream();
+        let mut l = stream.launch_builder(&f);
         l.arg(&mut self.buf).arg(&v).arg(&n);
         launch!(l, cfg, "fill kernel")
     }
@@ -399,7 +405,8 @@ impl<T: Scalar> BackendStorage<T> for DeviceTensor<T> {
         )?;
         let (s, n) = (s.f64(), self.len as u64);
         let cfg = self.cfg();
-        let mut l = ctx.stream().launch_builder(&f);
+        let stream = ctx.stream();
+        let mut l = stream.launch_builder(&f);
         l.arg(&mut self.buf).arg(&s).arg(&n);
         launch!(l, cfg, "scale kernel")
     }
@@ -430,14 +437,16 @@ impl<T: Scalar> BackendStorage<T> for DeviceTensor<T> {
             shared_mem_bytes: 0,
         };
         let v = ctx.with_reduce_scratch(|partial, total| {
-            let mut l = ctx.stream().launch_builder(&f);
+            let stream = ctx.stream();
+            let mut l = stream.launch_builder(&f);
             l.arg(&self.buf)
                 .arg(&y.buf)
                 .arg(&n)
                 .arg(&op_code)
                 .arg(&mut *partial);
             launch!(l, cfg, "reduction kernel")?;
-            let mut l = ctx.stream().launch_builder(&g);
+            let stream = ctx.stream();
+            let mut l = stream.launch_builder(&g);
             l.arg(&*partial).arg(&m).arg(&mut *total);
             launch!(l, one_block, "final reduction kernel")?;
             ctx.stream()
@@ -477,8 +486,8 @@ impl<T: Scalar> DeviceBackend<T> for DeviceTensor<T> {
         let bytes = self.len * std::mem::size_of::<T>();
         // The source must be complete before the destination's stream reads it.
         self.ctx.synchronize()?;
-        let src_stream = self.ctx.stream();
-        let dst_stream = dst_ctx.stream();
+        let src_stream = &self.ctx.stream();
+        let dst_stream = &dst_ctx.stream();
         let (src, _r) = self.buf.device_ptr(src_stream);
         dst_ctx.bind()?;
         let (dst, _w) = out.buf.device_ptr_mut(dst_stream);

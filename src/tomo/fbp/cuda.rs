@@ -93,7 +93,7 @@ impl GpuFilter {
             nv: i32::try_from(nv).map_err(|_| too_big("the detector height"))?,
             nviews: i64::try_from(nviews.max(1)).map_err(|_| too_big("the number of views"))?,
         };
-        let stream = ctx.stream();
+        let stream = &ctx.stream();
         let upload = |v: &[f64]| -> Result<CudaSlice<f64>> {
             stream
                 .clone_htod(v)
@@ -201,7 +201,8 @@ impl GpuFilter {
             block_dim: (TILE, ROWS_PER_PASS, 1),
             shared_mem_bytes: 0,
         };
-        let mut b = self.ctx.stream().launch_builder(&f);
+        let stream = self.ctx.stream();
+        let mut b = stream.launch_builder(&f);
         b.arg(x.slice())
             .arg(y.slice_mut())
             .arg(taps)

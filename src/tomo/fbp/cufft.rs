@@ -219,7 +219,7 @@ impl State {
             Dtype::F32 => Scratch::F32(ctx.alloc_raw::<f32>(rows * ld)?),
             Dtype::F64 => Scratch::F64(ctx.alloc_raw::<f64>(rows * ld)?),
         };
-        let stream = ctx.stream();
+        let stream = &ctx.stream();
         ctx.bind()?;
         let (fwd, inv) = match dtype {
             Dtype::F32 => (fft_sys::cufftType::CUFFT_R2C, fft_sys::cufftType::CUFFT_C2R),
@@ -303,7 +303,7 @@ pub(super) struct FftFilter {
 impl FftFilter {
     /// Plans the transforms of `row`'s padded length for the rows of `setup`'s data in `dtype`,
     /// uploads the frequency response and allocates the scratch (at most [`SCRATCH_BYTES`]) and
-    /// cuFFT's work area. The plans run on the device's stream.
+    /// cuFFT's work area. The plans run on the stream of each call ([`DeviceCtx::stream`]).
     pub(super) fn new(
         ctx: &Arc<DeviceCtx>,
         row: &RowFilter,
@@ -406,7 +406,7 @@ impl FftFilter {
             }),
         )?;
         let spectrum = ctx.function(&FFT, &name("fbp_fft_spectrum"))?;
-        let stream = ctx.stream();
+        let stream = &ctx.stream();
         let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let states = &mut *guard;
         ctx.bind()?;
@@ -420,7 +420,10 @@ impl FftFilter {
             if states.batch.as_ref().is_none_or(|b| b.rows < want) {
                 // Free the smaller scratch before making the larger one.
                 states.batch = None;
-                states.batch = Some(State::plan(ctx, self.dtype, &self.params, want)?);
+                // Kept across calls: made on rodl's own stream.
+                states.batch = Some(crate::backend::lasting(|| {
+                    State::plan(ctx, self.dtype, &self.params, want)
+                })?);
             }
             match states.batch.as_mut() {
                 Some(b) => b,
@@ -431,6 +434,12 @@ impl FftFilter {
                 }
             }
         };
+        // The plans run on the stream of this call (the caller's, when one is lent).
+        for plan in [&st.r2c, &st.c2r] {
+            // SAFETY: the stream belongs to the device's context and outlives this call's work.
+            unsafe { fft::set_stream(plan.0, stream.cu_stream() as fft_sys::cudaStream_t) }
+                .map_err(cufft_err("setting the cuFFT stream"))?;
+        }
         let batch = st.rows;
         let p = FftParams {
             batch: batch as i64,
