@@ -7,7 +7,10 @@
 // host and rounded to T here (as the host's T::of does).
 //
 // Compiled at run time with NVRTC and --fmad=false, so results equal the host's bit for bit.
-// Arrays are C-ordered with up to FD_MAXD axes. Each kernel has four instances
+// Arrays are C-ordered with up to FD_MAXD axes. A launch handles a batch of entries stored one
+// after the other (n = batch * entry values): the stencils stay within an entry, and the parts of
+// a gradient (its output) or of a divergence (its input) lie at ptr[k] + b * pstride for entry b
+// (pstride = 0 for one entry). Each kernel has four instances
 // `<name>_<f32|f64>_<u32|u64>`: the index type is u32 when the element count fits (faster
 // division for the coordinates), u64 otherwise.
 
@@ -21,7 +24,9 @@ struct FdParams {
     u64 shape[FD_MAXD];
     u64 stride[FD_MAXD];
     double w[FD_MAXD];
-    u64 n;                // number of elements
+    u64 n;                // number of elements (all entries)
+    u64 entry;            // elements per entry
+    u64 pstride;          // gradient / divergence: distance between two entries' parts
     double centre;        // laplacian only
     int ndim;
     int pad;
@@ -47,12 +52,19 @@ __device__ __forceinline__ void coords(I i, const FdParams& p, I* c) {
     for (u64 i##_ = (u64)blockIdx.x * blockDim.x + threadIdx.x; i##_ < (n);                  \
          i##_ += (u64)blockDim.x * gridDim.x)
 
+// The entry of flat index i and the index within it.
+#define FD_ENTRY(i, b, j)                                                                     \
+    const I b = i / (I)p.entry;                                                               \
+    const I j = i - b * (I)p.entry
+
 template <typename T, typename I>
 __device__ __forceinline__ void grad_impl(const T* __restrict__ x, const FdParams& p) {
     FD_LOOP(i, p.n) {
         const I i = (I)i_;
+        FD_ENTRY(i, b, j);
+        const I at = b * (I)p.pstride + j;
         I c[FD_MAXD];
-        coords<I>(i, p, c);
+        coords<I>(j, p, c);
         const T xi = x[i];
 #pragma unroll
         for (int k = 0; k < FD_MAXD; ++k) {
@@ -60,9 +72,9 @@ __device__ __forceinline__ void grad_impl(const T* __restrict__ x, const FdParam
                 T* __restrict__ o = (T*)p.ptr[k];
                 const T w = (T)p.w[k];
                 if (c[k] + 1 < (I)p.shape[k]) {
-                    o[i] = (x[i + (I)p.stride[k]] - xi) * w;
+                    o[at] = (x[i + (I)p.stride[k]] - xi) * w;
                 } else {
-                    o[i] = -xi * w;
+                    o[at] = -xi * w;
                 }
             }
         }
@@ -73,17 +85,19 @@ template <typename T, typename I>
 __device__ __forceinline__ void div_impl(T* __restrict__ out, const FdParams& p) {
     FD_LOOP(i, p.n) {
         const I i = (I)i_;
+        FD_ENTRY(i, b, j);
+        const I at = b * (I)p.pstride + j;
         I c[FD_MAXD];
-        coords<I>(i, p, c);
+        coords<I>(j, p, c);
         T acc = (T)0;
 #pragma unroll
         for (int k = 0; k < FD_MAXD; ++k) {
             if (k < p.ndim) {
                 const T* __restrict__ g = (const T*)p.ptr[k];
                 const T w = (T)p.w[k];
-                const T gi = g[i];
+                const T gi = g[at];
                 if (c[k] > 0) {
-                    acc += (gi - g[i - (I)p.stride[k]]) * w;
+                    acc += (gi - g[at - (I)p.stride[k]]) * w;
                 } else {
                     acc += gi * w;
                 }
@@ -99,8 +113,10 @@ __device__ __forceinline__ void lap_impl(const T* __restrict__ x, T* __restrict_
     const T centre = (T)p.centre;
     FD_LOOP(i, p.n) {
         const I i = (I)i_;
+        FD_ENTRY(i, b, j);
+        (void)b;
         I c[FD_MAXD];
-        coords<I>(i, p, c);
+        coords<I>(j, p, c);
         T acc = centre * x[i];
 #pragma unroll
         for (int k = 0; k < FD_MAXD; ++k) {

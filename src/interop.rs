@@ -69,7 +69,8 @@ impl<T: Scalar> Borrowed<T> {
         })
     }
 
-    /// A tensor of `space`'s shape, or of `batch` of them (a leading batch axis).
+    /// A tensor of `space`'s shape, or `batch` elements of `space` as one tensor
+    /// ([`Space::batch_shape`]: a leading batch axis, and a parts axis for a power space).
     ///
     /// # Safety
     /// As [`Borrowed::new`], for the whole batch.
@@ -79,8 +80,10 @@ impl<T: Scalar> Borrowed<T> {
         space: &Space<T>,
         batch: Option<usize>,
     ) -> Result<Self> {
-        let mut shape: Vec<usize> = batch.into_iter().collect();
-        shape.extend_from_slice(space.shape()?);
+        let shape = match batch {
+            Some(k) => space.batch_shape(k)?,
+            None => space.shape()?.to_vec(),
+        };
         // SAFETY: forwarded to the caller.
         let s = unsafe { Storage::borrow_cuda(id, ptr, &shape)? };
         Ok(Self {

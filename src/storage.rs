@@ -319,6 +319,31 @@ impl<T: Scalar> Storage<T> {
         }
     }
 
+    /// The stencil `kind` of a batch (shapes as
+    /// [`check_stencil_batch`](crate::backend::check_stencil_batch) checks), in one pass.
+    pub(crate) fn stencil_batch(
+        &self,
+        kind: crate::backend::StencilBatch,
+        out: &mut Self,
+        w: &[f64],
+        centre: f64,
+    ) -> Result<()> {
+        use crate::backend::StencilBatch as K;
+        match (self, out) {
+            (Storage::Host(x), Storage::Host(o)) => match kind {
+                K::Gradient => x.gradient_batch(o, w),
+                K::Divergence => x.divergence_batch(o, w),
+                K::Laplacian => x.laplacian_batch(o, w, centre),
+            },
+            (Storage::Cuda(x), Storage::Cuda(o)) => match kind {
+                K::Gradient => x.gradient_batch(o, w),
+                K::Divergence => x.divergence_batch(o, w),
+                K::Laplacian => x.laplacian_batch(o, w, centre),
+            },
+            _ => Err(mix(&format!("{kind:?}"))),
+        }
+    }
+
     /// `out[i] = ‖(parts[0][i], parts[1][i], …)‖_p`.
     pub(crate) fn pointwise_norm(parts: &[&Self], out: &mut Self, exponent: f64) -> Result<()> {
         match out {

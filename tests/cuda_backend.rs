@@ -573,6 +573,59 @@ fn adjoints_are_exact_on_gpu() {
     assert!((nc - ng).abs() <= 1e-6 * nc, "opnorm cpu {nc} gpu {ng}");
 }
 
+/// The finite-difference operators' batches (one launch per batch, parts along a leading axis
+/// for the power space) equal the host's batches bit for bit, f32 and f64, 1 to 3 axes.
+#[test]
+fn finite_difference_batches_match_the_host_bit_for_bit() {
+    fn case<T: Scalar>() {
+        for shape in [vec![7], vec![5, 6], vec![3, 4, 5]] {
+            let d = shape.len();
+            let max: Vec<f64> = (0..d).map(|k| 0.7 * (k + 1) as f64).collect();
+            let host = uniform_discr::<T>(&vec![0.0; d], &max, &shape).unwrap();
+            let ops = |s: &Space<T>| -> Vec<LinOp<T>> {
+                let g: LinOp<T> = Arc::new(Gradient::new(s.clone()).unwrap());
+                vec![
+                    g.clone(),
+                    Arc::new(Divergence::new(s.clone()).unwrap()),
+                    Arc::new(Laplacian::new(s.clone()).unwrap()),
+                    g.adjoint().unwrap().compose(&g).unwrap(),
+                ]
+            };
+            for (hc, gc) in ops(&host).into_iter().zip(ops(&on_gpu(&host))) {
+                let batch = 3;
+                let xs = rn::<T>(&hc.domain().batch_shape(batch).unwrap()).unwrap();
+                let ys = rn::<T>(&hc.range().batch_shape(batch).unwrap()).unwrap();
+                let mut rng = StdRng::seed_from_u64(11);
+                let x = xs.random_normal(&mut rng).unwrap();
+                let mut want = ys.zero().unwrap();
+                hc.batched()
+                    .unwrap()
+                    .apply_batch(&x, &mut want, batch)
+                    .unwrap();
+                let mut got = on_gpu(&ys).zero().unwrap();
+                let form = gc.batched().unwrap();
+                form.apply_batch(&gpu_el(&x), &mut got, batch).unwrap();
+                let got = got.to_host().unwrap();
+                assert_eq!(
+                    got.as_slice().unwrap(),
+                    want.as_slice().unwrap(),
+                    "{}",
+                    gc.name()
+                );
+                // A host tensor for a GPU operator is refused.
+                let mut out = ys.zero().unwrap();
+                assert!(
+                    form.apply_batch(&x, &mut out, batch).is_err(),
+                    "{}",
+                    gc.name()
+                );
+            }
+        }
+    }
+    case::<f32>();
+    case::<f64>();
+}
+
 // ------------------------------------------------------------------ device mismatches
 
 #[test]

@@ -4,6 +4,8 @@
 //! FAIL (they do not skip) without a GPU.
 #![cfg(feature = "cuda")]
 
+mod common;
+
 use std::sync::Arc;
 
 use cudarc::driver::{sys, CudaContext, CudaSlice, CudaStream, DevicePtr};
@@ -11,26 +13,36 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rodl::interop::apply_to_cuda_memory;
 use rodl::tomo::{fbp_op, parallel_beam_geometry, Backend, FbpOptions, RayTransform};
-use rodl::{uniform_discr, Device, LinOp, LinearOperatorExt};
+use rodl::{uniform_discr, Device, Divergence, Gradient, LinOp, LinearOperatorExt};
 
 const GPU: Device = Device::Cuda(0);
 
 /// The operators under test, all on GPU 0: a ray transform (batched kernels), its normal
-/// operator (a composition with a temporary kept across calls) and FBP (cuFFT).
+/// operator (a composition with a temporary kept across calls), FBP (cuFFT), and the gradient,
+/// the divergence and `∇*∇` (batched through a power space, parts along a leading axis).
 fn operators() -> Vec<(&'static str, LinOp<f32>)> {
     let host = uniform_discr::<f32>(&[-1.0, -1.0], &[1.0, 1.0], &[40, 40]).unwrap();
     let space = host
         .with_device(GPU)
         .unwrap_or_else(|e| panic!("these tests need CUDA device 0: {e}"));
     let g = parallel_beam_geometry(&space, Some(36)).unwrap();
-    let rt = RayTransform::new(space, g, Backend::cuda(0)).unwrap();
+    let rt = RayTransform::new(space.clone(), g, Backend::cuda(0)).unwrap();
     let fbp = fbp_op(&rt, &FbpOptions::default()).unwrap();
     let a: LinOp<f32> = Arc::new(rt);
     let normal = a.adjoint().unwrap().compose(&a).unwrap();
+    let grad: LinOp<f32> = Arc::new(Gradient::new(space.clone()).unwrap());
+    let div: LinOp<f32> = Arc::new(Divergence::new(space).unwrap());
+    let grad_normal = grad.adjoint().unwrap().compose(&grad).unwrap();
+    for op in [&a, &normal, &fbp, &grad, &div, &grad_normal] {
+        assert!(op.batched().is_some(), "{} has no batched form", op.name());
+    }
     vec![
         ("ray transform", a),
         ("normal operator", normal),
         ("FBP", fbp),
+        ("gradient", grad),
+        ("divergence", div),
+        ("gradient* ∘ gradient", grad_normal),
     ]
 }
 
@@ -57,11 +69,7 @@ fn inputs(op: &LinOp<f32>, batch: usize, seed: u64) -> Vec<f32> {
 /// `op` applied to each entry of `x` through rodl's own API (rodl's stream).
 fn reference(op: &LinOp<f32>, x: &[f32]) -> Vec<f32> {
     x.chunks(op.domain().size())
-        .flat_map(|e| {
-            let el = op.domain().element_from_vec(e.to_vec()).unwrap();
-            let y = op.apply(&el).unwrap().to_host().unwrap();
-            y.as_slice().unwrap().to_vec()
-        })
+        .flat_map(|e| common::flatten(&op.apply(&common::element_of(op.domain(), e)).unwrap()))
         .collect()
 }
 

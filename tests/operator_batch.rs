@@ -1,7 +1,10 @@
 //! Batched forms of operators ([`rodl::BatchedOperator`]): which operators offer one, and the
 //! batched forms of compositions, sums and scalar multiples of operators that have one (with a
-//! batched operator of the test's own on the CPU; the CUDA ray transform's are tested on a GPU:
-//! `tests/cuda_ray_transform.rs`).
+//! batched operator of the test's own on the CPU), and the finite-difference operators' batches
+//! against entry-by-entry application on random shapes (the CUDA ray transform's are tested on a
+//! GPU: `tests/cuda_ray_transform.rs`, the CUDA stencils' in `tests/cuda_backend.rs`).
+
+mod common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -20,7 +23,8 @@ fn host_operators_have_no_batched_form() {
     assert!(ray.batched().is_none());
     assert!(ray.adjoint().unwrap().batched().is_none());
     assert!(ray.scaled(2.0).unwrap().batched().is_none());
-    assert!(Gradient::new(space).unwrap().batched().is_none());
+    let id: LinOp<f32> = Arc::new(rodl::IdentityOperator::new(space));
+    assert!(id.batched().is_none());
 }
 
 /// x ↦ k·x with a batched form of at most `max` entries that counts its passes.
@@ -178,14 +182,112 @@ fn a_factor_without_a_batched_form_leaves_the_combination_without_one() {
     let passes = Arc::new(AtomicUsize::new(0));
     let a = Scale::shared(&space, 2.0, 8, &passes);
     let g: LinOp<f64> = Arc::new(Gradient::new(space.clone()).unwrap());
-    let d = g.adjoint().unwrap();
-    assert!(a
-        .compose(&d.compose(&g).unwrap())
+    let id: LinOp<f64> = Arc::new(rodl::IdentityOperator::new(space));
+    assert!(a.plus(&id).unwrap().batched().is_none());
+    assert!(a.compose(&id).unwrap().batched().is_none());
+    assert!(id
+        .compose(&g.adjoint().unwrap().compose(&g).unwrap())
         .unwrap()
         .batched()
         .is_none());
-    let id: LinOp<f64> = Arc::new(rodl::IdentityOperator::new(space));
-    assert!(a.plus(&id).unwrap().batched().is_none());
-    // The gradient and its adjoint have none, so neither has their composition.
-    assert!(d.compose(&g).unwrap().batched().is_none());
+    // The gradient and its adjoint have batched forms, and so has their composition (through
+    // the power space, batched as [batch, parts, …shape]).
+    assert!(g
+        .adjoint()
+        .unwrap()
+        .compose(&g)
+        .unwrap()
+        .batched()
+        .is_some());
+}
+
+/// `op` applied entry by entry to the batch `x` (one tensor of the domain's batch shape): the
+/// results one after the other (each entry's parts in order).
+fn entry_by_entry(op: &LinOp<f64>, x: &[f64], batch: usize) -> Vec<f64> {
+    let n = op.domain().size();
+    (0..batch)
+        .flat_map(|b| {
+            let e = common::element_of(op.domain(), &x[b * n..(b + 1) * n]);
+            common::flatten(&op.apply(&e).unwrap())
+        })
+        .collect()
+}
+
+fn stencil_operators(space: &Space<f64>) -> Vec<(&'static str, LinOp<f64>)> {
+    let g: LinOp<f64> = Arc::new(Gradient::new(space.clone()).unwrap());
+    let d: LinOp<f64> = Arc::new(rodl::Divergence::new(space.clone()).unwrap());
+    let l: LinOp<f64> = Arc::new(rodl::Laplacian::new(space.clone()).unwrap());
+    vec![
+        ("gradient", g.clone()),
+        ("divergence", d.clone()),
+        ("laplacian", l.clone()),
+        ("gradient adjoint", g.adjoint().unwrap()),
+        (
+            "gradient* ∘ gradient",
+            g.adjoint().unwrap().compose(&g).unwrap(),
+        ),
+        ("gradient ∘ divergence", g.compose(&d).unwrap()),
+        (
+            "laplacian − div ∘ grad",
+            l.minus(&d.compose(&g).unwrap()).unwrap(),
+        ),
+    ]
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+
+    /// On random grids (1 to 3 axes, random cell sides) and batch sizes, every finite-difference
+    /// operator's batch equals its entries applied one by one, bit for bit (one pass for the
+    /// whole batch, the same operations per value).
+    #[test]
+    fn finite_difference_batches_equal_entry_by_entry(
+        shape in proptest::collection::vec(1usize..7, 1..4),
+        sides in proptest::collection::vec(0.2f64..3.0, 3),
+        batch in 1usize..5,
+        seed in 0u64..1000,
+    ) {
+        let d = shape.len();
+        let max: Vec<f64> = (0..d).map(|k| sides[k] * shape[k] as f64).collect();
+        let space = uniform_discr::<f64>(&vec![0.0; d], &max, &shape).unwrap();
+        for (name, op) in stencil_operators(&space) {
+            let form = op.batched().unwrap_or_else(|| panic!("{name}: no batched form"));
+            let n = op.domain().size();
+            let x: Vec<f64> = (0..batch * n)
+                .map(|i| (((i as u64 + 1) * (seed + 7)) % 97) as f64 / 13.0 - 3.0)
+                .collect();
+            let xs = rn::<f64>(&op.domain().batch_shape(batch).unwrap()).unwrap();
+            let ys = rn::<f64>(&op.range().batch_shape(batch).unwrap()).unwrap();
+            let xb = xs.element_from_vec(x.clone()).unwrap();
+            let mut out = ys.zero().unwrap();
+            form.apply_batch(&xb, &mut out, batch).unwrap();
+            let want = entry_by_entry(&op, &x, batch);
+            proptest::prop_assert_eq!(out.as_slice().unwrap(), want.as_slice(), "{}", name);
+        }
+    }
+}
+
+#[test]
+fn finite_difference_batches_refuse_wrong_shapes_and_empty_batches() {
+    let space = uniform_discr::<f64>(&[0.0, 0.0], &[1.0, 1.0], &[4, 5]).unwrap();
+    let g = Gradient::new(space.clone()).unwrap();
+    let form = g.batched().unwrap();
+    let x = rn::<f64>(&[3, 4, 5]).unwrap().zero().unwrap();
+    // the parts axis missing, the wrong batch, an empty batch
+    let mut flat = rn::<f64>(&[3, 4, 5]).unwrap().zero().unwrap();
+    assert!(matches!(
+        form.apply_batch(&x, &mut flat, 3),
+        Err(Error::Shape { .. })
+    ));
+    let mut two = rn::<f64>(&[2, 2, 4, 5]).unwrap().zero().unwrap();
+    assert!(matches!(
+        form.apply_batch(&x, &mut two, 3),
+        Err(Error::Shape { .. })
+    ));
+    let mut ok = rn::<f64>(&[3, 2, 4, 5]).unwrap().zero().unwrap();
+    assert!(form.apply_batch(&x, &mut ok, 0).is_err());
+    form.apply_batch(&x, &mut ok, 3).unwrap();
+    // a product of unequal parts has no batched form
+    let mixed = Space::product(vec![space.clone(), rn::<f64>(&[3]).unwrap()]).unwrap();
+    assert!(mixed.batch_shape(2).is_err());
 }

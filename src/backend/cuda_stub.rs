@@ -120,6 +120,15 @@ impl<T: Scalar> StencilBackend<T> for DeviceTensor<T> {
     fn pointwise_norm(_parts: &[&Self], out: &mut Self, _exponent: f64) -> Result<()> {
         match out.0 {}
     }
+    fn gradient_batch(&self, _out: &mut Self, _w: &[f64]) -> Result<()> {
+        match self.0 {}
+    }
+    fn divergence_batch(&self, _out: &mut Self, _w: &[f64]) -> Result<()> {
+        match self.0 {}
+    }
+    fn laplacian_batch(&self, _out: &mut Self, _w: &[f64], _centre: f64) -> Result<()> {
+        match self.0 {}
+    }
 }
 
 impl<T: Scalar> DeviceBackend<T> for DeviceTensor<T> {

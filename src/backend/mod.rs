@@ -117,6 +117,56 @@ pub(crate) trait StencilBackend<T: Scalar>: BackendStorage<T> {
     fn laplacian(&self, out: &mut Self, w: &[f64], centre: f64) -> Result<()>;
     /// `out[i] = ‖(parts[0][i], parts[1][i], …)‖_p`.
     fn pointwise_norm(parts: &[&Self], out: &mut Self, exponent: f64) -> Result<()>;
+    /// [`Self::gradient`] of a batch: `self` is `[batch, …shape]`, `out` is `[batch, d, …shape]`
+    /// (each entry's `d` parts one after the other); shapes as [`check_stencil_batch`] checks.
+    fn gradient_batch(&self, out: &mut Self, w: &[f64]) -> Result<()>;
+    /// [`Self::divergence`] of a batch: `self` is `[batch, d, …shape]`, `out` `[batch, …shape]`.
+    fn divergence_batch(&self, out: &mut Self, w: &[f64]) -> Result<()>;
+    /// [`Self::laplacian`] of a batch: both `[batch, …shape]`.
+    fn laplacian_batch(&self, out: &mut Self, w: &[f64], centre: f64) -> Result<()>;
+}
+
+/// Which stencil a batch is for: the shapes of its input and output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum StencilBatch {
+    /// `[batch, …shape] → [batch, d, …shape]`
+    Gradient,
+    /// `[batch, d, …shape] → [batch, …shape]`
+    Divergence,
+    /// `[batch, …shape] → [batch, …shape]`
+    Laplacian,
+}
+
+/// Errors unless `x` and `out` are the shapes of a batch of `kind` with `w.len()` axes.
+pub(crate) fn check_stencil_batch(
+    kind: StencilBatch,
+    x: &[usize],
+    out: &[usize],
+    w: &[f64],
+) -> Result<()> {
+    let (tensor, parts) = match kind {
+        StencilBatch::Gradient => (x, out),
+        StencilBatch::Divergence => (out, x),
+        StencilBatch::Laplacian => (x, out),
+    };
+    let d = w.len();
+    let ok_tensor = tensor.len() == d + 1;
+    let want: Vec<usize> = match kind {
+        StencilBatch::Laplacian => tensor.to_vec(),
+        _ => {
+            let mut v = tensor.first().copied().into_iter().collect::<Vec<_>>();
+            v.push(d);
+            v.extend_from_slice(tensor.get(1..).unwrap_or(&[]));
+            v
+        }
+    };
+    if !ok_tensor || parts != want.as_slice() {
+        return Err(crate::Error::invalid(format!(
+            "{kind:?} of a batch with {d} axes: shapes {x:?} → {out:?} (want {tensor:?} and \
+             {want:?}, the batch axis first)"
+        )));
+    }
+    Ok(())
 }
 
 /// Making tensors on a device of this backend (`id`: the device ordinal; the host has one).

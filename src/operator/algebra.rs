@@ -72,21 +72,21 @@ impl<T: Scalar, P: ?Sized + OperatorKind<T>> Operator<T> for Composition<T, P> {
         self.left.kind_is_linear() && self.right.kind_is_linear()
     }
     fn batched(&self) -> Option<&dyn BatchedOperator<T>> {
-        // Both factors batched, through a tensor space: the batch passes through a batched
-        // intermediate.
+        // Both factors batched, through a space with a batched form (a tensor space or a power
+        // of one): the batch passes through a batched intermediate.
         let both = self.left.batched().is_some() && self.right.batched().is_some();
-        (both && !self.right.range().is_product()).then_some(self as &dyn BatchedOperator<T>)
+        (both && self.right.range().batch_shape(1).is_ok())
+            .then_some(self as &dyn BatchedOperator<T>)
     }
     fn name(&self) -> String {
         format!("({} ∘ {})", self.left.name(), self.right.name())
     }
 }
 
-/// A zeroed element of `batch` entries of the tensor space `space` (shape `[batch, …]`), on
+/// A zeroed element of `batch` entries of `space` as one tensor ([`Space::batch_shape`]), on
 /// its device: the intermediate of a batched composition or sum.
 fn batch_of<T: Scalar>(space: &Space<T>, batch: usize) -> Result<Element<T>> {
-    let mut shape = vec![batch];
-    shape.extend_from_slice(space.shape()?);
+    let shape = space.batch_shape(batch)?;
     Ok(Element::tensor(Storage::full(
         space.device(),
         &shape,
@@ -194,7 +194,7 @@ impl<T: Scalar, P: ?Sized + OperatorKind<T>> Operator<T> for OperatorSum<T, P> {
     }
     fn batched(&self) -> Option<&dyn BatchedOperator<T>> {
         let both = self.a.batched().is_some() && self.b.batched().is_some();
-        (both && !self.range().is_product()).then_some(self as &dyn BatchedOperator<T>)
+        (both && self.range().batch_shape(1).is_ok()).then_some(self as &dyn BatchedOperator<T>)
     }
     fn name(&self) -> String {
         let op = if self.sign > T::zero() { "+" } else { "-" };

@@ -10,17 +10,20 @@ use crate::{Element, Result, Scalar};
 ///
 /// The CUDA ray transform and its adjoint have one for 2D geometries and for 3D detectors of
 /// at least 32 rows (on whole volumes with 32-bit indices), and so does the FBP filter
-/// ([`FbpFilter`](crate::tomo::FbpFilter), on every device); scalar multiples of an operator that
-/// has one, and compositions and sums of two that have one (through a tensor space), have one
-/// too: one pass of each factor over the whole batch (so FBP, `A* ∘ filter`, has one where the
-/// ray transform does).
+/// ([`FbpFilter`](crate::tomo::FbpFilter), on every device), and the finite-difference operators
+/// ([`Gradient`](crate::Gradient), [`Divergence`](crate::Divergence),
+/// [`Laplacian`](crate::Laplacian): one launch per batch on a GPU). Scalar multiples of an
+/// operator that has one, and compositions and sums of two that have one (through a space with
+/// a batched form), have one too: one pass of each factor over the whole batch (so FBP,
+/// `A* ∘ filter`, has one where the ray transform does, and `Gradient* ∘ Gradient` has one).
 pub trait BatchedOperator<T: Scalar>: Send + Sync {
     /// The most entries one call of [`BatchedOperator::apply_batch`] takes (at least 1).
     fn max_batch(&self) -> usize;
 
     /// Computes `out[b] = op(x[b])` for `batch` entries: `x` is a tensor of shape
-    /// `[batch, …domain shape]` and `out` one of shape `[batch, …range shape]`, both on the
-    /// operator's device. Errors for a batch of 0 or above [`BatchedOperator::max_batch`] and
+    /// `domain.batch_shape(batch)` and `out` one of shape `range.batch_shape(batch)`
+    /// ([`Space::batch_shape`](crate::Space::batch_shape): `[batch, …shape]`, or
+    /// `[batch, parts, …shape]` for a power space), both on the operator's device. Errors for a batch of 0 or above [`BatchedOperator::max_batch`] and
     /// for tensors of other shapes or devices; `out` is then unspecified.
     fn apply_batch(&self, x: &Element<T>, out: &mut Element<T>, batch: usize) -> Result<()>;
 }

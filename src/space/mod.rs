@@ -261,6 +261,39 @@ impl<T: Scalar> Space<T> {
         Ok(&self.tensor()?.shape)
     }
 
+    /// The shape of `batch` elements as one tensor, the batch axis first: `[batch, …shape]`
+    /// for a tensor space, `[batch, parts, …shape]` for a power of a tensor space (each
+    /// entry's parts one after the other, as `rodl.torch` lays them out). Errors for other
+    /// product spaces, which have no batched form.
+    ///
+    /// ```
+    /// use rodl::uniform_discr;
+    /// let s = uniform_discr::<f32>(&[0.0, 0.0], &[1.0, 1.0], &[4, 5])?;
+    /// assert_eq!(s.batch_shape(3)?, vec![3, 4, 5]);
+    /// assert_eq!(s.power(2)?.batch_shape(3)?, vec![3, 2, 4, 5]);
+    /// # Ok::<(), rodl::Error>(())
+    /// ```
+    pub fn batch_shape(&self, batch: usize) -> Result<Vec<usize>> {
+        let mut shape = vec![batch];
+        match &*self.inner {
+            SpaceKind::Tensor(t) => shape.extend_from_slice(&t.shape),
+            SpaceKind::Product(p) => {
+                let first = p
+                    .first()
+                    .filter(|f| !f.is_product())
+                    .ok_or_else(|| Error::Unsupported(format!("{self} has no batched form")))?;
+                if p.iter().any(|q| q != first) {
+                    return Err(Error::Unsupported(format!(
+                        "{self} has no batched form (its parts differ)"
+                    )));
+                }
+                shape.push(p.len());
+                shape.extend_from_slice(first.shape()?);
+            }
+        }
+        Ok(shape)
+    }
+
     /// Number of axes of a tensor space.
     pub fn ndim(&self) -> Result<usize> {
         Ok(self.tensor()?.shape.len())

@@ -93,6 +93,35 @@ pub fn values<T: Scalar>(x: &Element<T>) -> Vec<f64> {
     x.as_slice().unwrap().iter().map(|v| v.f64()).collect()
 }
 
+/// An element of `space` (a tensor space or a product of them, on any device) from its values
+/// in order, each part's after the one before.
+pub fn element_of<T: Scalar>(space: &Space<T>, v: &[T]) -> Element<T> {
+    if !space.is_product() {
+        return space.element_from_vec(v.to_vec()).unwrap();
+    }
+    let mut at = 0;
+    let parts = space
+        .parts()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let e = element_of(p, &v[at..at + p.size()]);
+            at += p.size();
+            e
+        })
+        .collect();
+    space.product_element(parts).unwrap()
+}
+
+/// The values of an element (on any device) in order, each part's after the one before.
+pub fn flatten<T: Scalar>(e: &Element<T>) -> Vec<T> {
+    if e.is_product() {
+        e.parts().unwrap().iter().flat_map(flatten).collect()
+    } else {
+        e.to_host().unwrap().as_slice().unwrap().to_vec()
+    }
+}
+
 /// Every default (non-product) linear operator on the tensor space `x`, plus the zero operator
 /// into another space `y`. `w` is the factor of the multiplication operator, `c` a scalar.
 pub fn default_ops<T: Scalar>(

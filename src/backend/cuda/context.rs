@@ -5,6 +5,7 @@
 //! Compiled kernels are also kept on disk between processes ([`crate::backend::kernel_cache`]:
 //! `~/.cache/rodl/kernels` on Linux, moved or disabled with `RODL_KERNEL_CACHE`).
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -259,6 +260,9 @@ pub(crate) struct Staging {
 
 /// Bytes per staging buffer.
 pub(crate) const STAGING_CHUNK: usize = 8 << 20;
+/// Compiled kernels by (device, source name), then by kernel name.
+type KernelTable = HashMap<(usize, &'static str), HashMap<String, CudaFunction>>;
+
 /// Transfers of at least this many bytes go through the pinned staging buffers.
 /// (Measured on an H200 host: from 1 MiB on, staged copies are faster both ways; at 1 GiB staged
 /// 23.5 / 8.5 GB/s up / down against 8.3 / 1.5 GB/s for direct copies from pageable memory.)
@@ -596,7 +600,30 @@ impl DeviceCtx {
     }
 
     /// The kernel `name` of the source `src` on this device (compiled and cached on first use).
+    ///
+    /// Each thread keeps the kernels it has looked up, so a launch takes no lock once its thread
+    /// has launched the kernel before (the shared table's lock is taken on first use only).
     pub(crate) fn function(&self, src: &KernelSource, name: &str) -> Result<CudaFunction> {
+        thread_local! {
+            static KNOWN: RefCell<KernelTable> = RefCell::new(HashMap::new());
+        }
+        let key = (self.id, src.name);
+        let known = KNOWN.with(|k| k.borrow().get(&key).and_then(|m| m.get(name)).cloned());
+        if let Some(f) = known {
+            return Ok(f);
+        }
+        let f = self.shared_function(src, name)?;
+        KNOWN.with(|k| {
+            k.borrow_mut()
+                .entry(key)
+                .or_default()
+                .insert(name.to_string(), f.clone())
+        });
+        Ok(f)
+    }
+
+    /// [`Self::function`] through the table shared by all threads.
+    fn shared_function(&self, src: &KernelSource, name: &str) -> Result<CudaFunction> {
         if let Some(f) = lock(&self.functions)
             .get(src.name)
             .and_then(|m| m.get(name))

@@ -8,7 +8,7 @@ use cudarc::driver::{DevicePtr, DevicePtrMut, DeviceRepr, PushKernelArg, SyncOnD
 
 use super::context::{driver_err, KernelSource};
 use super::tensor::DeviceTensor;
-use crate::backend::{BackendStorage, StencilBackend};
+use crate::backend::{check_stencil_batch, BackendStorage, StencilBackend, StencilBatch};
 use crate::{Error, Result, Scalar};
 
 const FINITE_DIFF: KernelSource = KernelSource {
@@ -38,7 +38,12 @@ struct FdParams {
     shape: [u64; FD_MAXD],
     stride: [u64; FD_MAXD],
     w: [f64; FD_MAXD],
+    /// Values of all entries.
     n: u64,
+    /// Values per entry.
+    entry: u64,
+    /// Distance between two entries' parts (gradient outputs, divergence inputs).
+    pstride: u64,
     centre: f64,
     ndim: i32,
     pad: i32,
@@ -81,6 +86,8 @@ impl FdParams {
             stride: [0; FD_MAXD],
             w: [0.0; FD_MAXD],
             n: shape.iter().product::<usize>() as u64,
+            entry: shape.iter().product::<usize>() as u64,
+            pstride: 0,
             centre: 0.0,
             ndim: d as i32,
             pad: 0,
@@ -95,9 +102,34 @@ impl FdParams {
         Ok(p)
     }
 
+    /// The parameters of a batch: `x` is `[batch, …shape]`; with `parts`, the gradient's
+    /// outputs or the divergence's inputs are one tensor `[batch, parts, …shape]` at `at`.
+    fn batch(
+        x: &[usize],
+        w: &[f64],
+        what: &str,
+        parts: Option<(u64, usize)>,
+        bytes: usize,
+    ) -> Result<Self> {
+        let (&batch, shape) = x
+            .split_first()
+            .ok_or_else(|| Error::invalid(format!("{what}: a batch needs a leading axis")))?;
+        let mut p = Self::new(shape, w, what)?;
+        p.n = p.entry * batch as u64;
+        if let Some((at, d)) = parts {
+            p.pstride = p.entry * d as u64;
+            for k in 0..d {
+                p.ptr[k] = at + k as u64 * p.entry * bytes as u64;
+            }
+        }
+        Ok(p)
+    }
+
     fn kernel(&self, base: &str, x: &DeviceTensor<impl Scalar>) -> String {
         let t = x.dtype().pick("f32", "f64");
-        let i = if self.n <= u32::MAX as u64 {
+        // The largest index: of the values, or of the parts of the last entry.
+        let span = self.n.max(self.pstride * (self.n / self.entry.max(1)));
+        let i = if span <= u32::MAX as u64 {
             "u32"
         } else {
             "u64"
@@ -107,13 +139,7 @@ impl FdParams {
 }
 
 fn check_like<T: Scalar>(a: &DeviceTensor<T>, b: &DeviceTensor<T>, what: &str) -> Result<()> {
-    if a.ctx().id() != b.ctx().id() {
-        return Err(Error::DeviceMismatch {
-            context: what.into(),
-            expected: a.device().to_string(),
-            got: b.device().to_string(),
-        });
-    }
+    check_device(a, b, what)?;
     if a.shape() != b.shape() {
         return Err(Error::shape(what, a.shape(), b.shape()));
     }
@@ -247,4 +273,74 @@ impl<T: Scalar> StencilBackend<T> for DeviceTensor<T> {
         drop(guards);
         Ok(())
     }
+
+    /// The gradients of a batch in one launch: `x` `[batch, …shape]`, `out` `[batch, d, …shape]`.
+    fn gradient_batch(&self, out: &mut Self, w: &[f64]) -> Result<()> {
+        let x = self;
+        check_stencil_batch(StencilBatch::Gradient, x.shape(), out.shape(), w)?;
+        check_device(x, out, "Gradient")?;
+        let ctx = Arc::clone(x.ctx());
+        let stream = &ctx.stream();
+        let bytes = std::mem::size_of::<T>();
+        let (at, g) = out.slice_mut().device_ptr_mut(stream);
+        let p = FdParams::batch(x.shape(), w, "Gradient", Some((at, w.len())), bytes)?;
+        let f = ctx.function(&FINITE_DIFF, &p.kernel("grad", x))?;
+        let mut l = stream.launch_builder(&f);
+        l.arg(x.slice()).arg(&p);
+        // SAFETY: `x` holds `p.n` values and `out` `d · p.n` (shapes checked), the parts of
+        // entry b at `at + (b · d + k) · entry`.
+        unsafe { l.launch(ctx.launch_cfg(p.n as usize)) }.map_err(driver_err("gradient kernel"))?;
+        drop(g);
+        Ok(())
+    }
+
+    /// The divergences of a batch in one launch: `self` `[batch, d, …shape]`, `out`
+    /// `[batch, …shape]`.
+    fn divergence_batch(&self, out: &mut Self, w: &[f64]) -> Result<()> {
+        check_stencil_batch(StencilBatch::Divergence, self.shape(), out.shape(), w)?;
+        check_device(self, out, "Divergence")?;
+        let ctx = Arc::clone(out.ctx());
+        let stream = &ctx.stream();
+        let bytes = std::mem::size_of::<T>();
+        let (at, g) = self.slice().device_ptr(stream);
+        let p = FdParams::batch(out.shape(), w, "Divergence", Some((at, w.len())), bytes)?;
+        let f = ctx.function(&FINITE_DIFF, &p.kernel("div", out))?;
+        let cfg = ctx.launch_cfg(p.n as usize);
+        let mut l = stream.launch_builder(&f);
+        l.arg(out.slice_mut()).arg(&p);
+        // SAFETY: `out` holds `p.n` values and the input `d · p.n` (shapes checked).
+        unsafe { l.launch(cfg) }.map_err(driver_err("divergence kernel"))?;
+        drop(g);
+        Ok(())
+    }
+
+    /// The Laplacians of a batch in one launch: both `[batch, …shape]`.
+    fn laplacian_batch(&self, out: &mut Self, w: &[f64], centre: f64) -> Result<()> {
+        let x = self;
+        check_stencil_batch(StencilBatch::Laplacian, x.shape(), out.shape(), w)?;
+        check_device(x, out, "Laplacian")?;
+        let mut p = FdParams::batch(x.shape(), w, "Laplacian", None, 0)?;
+        p.centre = centre;
+        let ctx = Arc::clone(x.ctx());
+        let f = ctx.function(&FINITE_DIFF, &p.kernel("lap", x))?;
+        let cfg = ctx.launch_cfg(p.n as usize);
+        let stream = ctx.stream();
+        let mut l = stream.launch_builder(&f);
+        l.arg(x.slice()).arg(out.slice_mut()).arg(&p);
+        // SAFETY: `x` and `out` hold `p.n` values each (shapes checked).
+        unsafe { l.launch(cfg) }.map_err(driver_err("laplacian kernel"))?;
+        Ok(())
+    }
+}
+
+/// Errors unless `a` and `b` are on one device.
+fn check_device<T: Scalar>(a: &DeviceTensor<T>, b: &DeviceTensor<T>, what: &str) -> Result<()> {
+    if a.ctx().id() != b.ctx().id() {
+        return Err(Error::DeviceMismatch {
+            context: what.into(),
+            expected: a.device().to_string(),
+            got: b.device().to_string(),
+        });
+    }
+    Ok(())
 }

@@ -7,8 +7,8 @@ mod vector;
 use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD, IxDyn};
 
 use super::{
-    BackendStorage, Binary, DeviceBackend, Map2Op, MapOp, PointwiseBackend, Reduction,
-    StencilBackend, Unary,
+    check_stencil_batch, BackendStorage, Binary, DeviceBackend, Map2Op, MapOp, PointwiseBackend,
+    Reduction, StencilBackend, StencilBatch, Unary,
 };
 use crate::{Device, Error, Result, Scalar};
 
@@ -139,6 +139,32 @@ impl<T: Scalar> StencilBackend<T> for HostTensor<T> {
     fn pointwise_norm(parts: &[&Self], out: &mut Self, exponent: f64) -> Result<()> {
         let slices: Vec<_> = parts.iter().map(|p| p.slice()).collect();
         stencil::pointwise_norm(&slices, out.slice_mut(), exponent);
+        Ok(())
+    }
+    fn gradient_batch(&self, out: &mut Self, w: &[f64]) -> Result<()> {
+        check_stencil_batch(StencilBatch::Gradient, self.shape(), out.shape(), w)?;
+        let x = self.view();
+        for (xb, mut ob) in x.outer_iter().zip(out.view_mut().outer_iter_mut()) {
+            let mut parts: Vec<_> = ob.outer_iter_mut().collect();
+            stencil::gradient(xb, &mut parts, w);
+        }
+        Ok(())
+    }
+    fn divergence_batch(&self, out: &mut Self, w: &[f64]) -> Result<()> {
+        check_stencil_batch(StencilBatch::Divergence, self.shape(), out.shape(), w)?;
+        let x = self.view();
+        for (gb, ob) in x.outer_iter().zip(out.view_mut().outer_iter_mut()) {
+            let parts: Vec<_> = gb.outer_iter().collect();
+            stencil::divergence(&parts, ob, w);
+        }
+        Ok(())
+    }
+    fn laplacian_batch(&self, out: &mut Self, w: &[f64], centre: f64) -> Result<()> {
+        check_stencil_batch(StencilBatch::Laplacian, self.shape(), out.shape(), w)?;
+        let x = self.view();
+        for (xb, ob) in x.outer_iter().zip(out.view_mut().outer_iter_mut()) {
+            stencil::laplacian(xb, ob, w, centre);
+        }
         Ok(())
     }
 }

@@ -4,7 +4,10 @@
 
 use std::sync::Arc;
 
-use crate::operator::{LinOp, LinearOperator, LinearOperatorExt, NormCache, Operator};
+use crate::backend::StencilBatch;
+use crate::operator::{
+    BatchedOperator, LinOp, LinearOperator, LinearOperatorExt, NormCache, Operator,
+};
 use crate::storage::Storage;
 use crate::{Element, Error, Result, Scalar, Space};
 
@@ -12,6 +15,43 @@ use crate::{Element, Error, Result, Scalar, Space};
 fn steps<T: Scalar>(space: &Space<T>) -> Result<Vec<f64>> {
     let nd = space.ndim()?;
     Ok(space.cell_sides().unwrap_or_else(|_| vec![1.0; nd]))
+}
+
+/// The stencil `kind` of a batch of `batch` entries of `domain` in `x` into `out` (each one
+/// tensor of its space's [`Space::batch_shape`], on the spaces' device), in one pass.
+#[allow(clippy::too_many_arguments)]
+fn apply_stencil_batch<T: Scalar>(
+    kind: StencilBatch,
+    (domain, range): (&Space<T>, &Space<T>),
+    x: &Element<T>,
+    out: &mut Element<T>,
+    batch: usize,
+    w: &[f64],
+    centre: f64,
+) -> Result<()> {
+    let what = format!("{kind:?} of a batch of {batch}");
+    if batch == 0 {
+        return Err(Error::invalid(format!("{what}: an empty batch")));
+    }
+    for (e, s, side) in [(x, domain, "input"), (&*out, range, "output")] {
+        let want = s.batch_shape(batch)?;
+        if e.shape()? != want.as_slice() {
+            return Err(Error::Shape {
+                context: format!("{what}: the {side}"),
+                expected: want,
+                got: e.shape()?.to_vec(),
+            });
+        }
+        if e.device() != s.device() {
+            return Err(Error::DeviceMismatch {
+                context: format!("{what}: the {side}"),
+                expected: s.device().to_string(),
+                got: e.device().to_string(),
+            });
+        }
+    }
+    x.storage(&what)?
+        .stencil_batch(kind, out.storage_mut(&what)?, w, centre)
 }
 
 fn tensor_space<T: Scalar>(space: &Space<T>, what: &str) -> Result<()> {
@@ -69,6 +109,20 @@ impl<T: Scalar> Operator<T> for Gradient<T> {
     fn is_linear(&self) -> bool {
         true
     }
+    fn batched(&self) -> Option<&dyn BatchedOperator<T>> {
+        Some(self)
+    }
+}
+
+impl<T: Scalar> BatchedOperator<T> for Gradient<T> {
+    fn max_batch(&self) -> usize {
+        usize::MAX
+    }
+    fn apply_batch(&self, x: &Element<T>, out: &mut Element<T>, batch: usize) -> Result<()> {
+        let w: Vec<f64> = steps(&self.domain)?.iter().map(|h| 1.0 / h).collect();
+        let spaces = (&self.domain, &self.range);
+        apply_stencil_batch(StencilBatch::Gradient, spaces, x, out, batch, &w, 0.0)
+    }
 }
 
 impl<T: Scalar> LinearOperator<T> for Gradient<T> {
@@ -117,6 +171,20 @@ impl<T: Scalar> Operator<T> for Divergence<T> {
     fn is_linear(&self) -> bool {
         true
     }
+    fn batched(&self) -> Option<&dyn BatchedOperator<T>> {
+        Some(self)
+    }
+}
+
+impl<T: Scalar> BatchedOperator<T> for Divergence<T> {
+    fn max_batch(&self) -> usize {
+        usize::MAX
+    }
+    fn apply_batch(&self, x: &Element<T>, out: &mut Element<T>, batch: usize) -> Result<()> {
+        let w: Vec<f64> = steps(&self.range)?.iter().map(|h| 1.0 / h).collect();
+        let spaces = (&self.domain, &self.range);
+        apply_stencil_batch(StencilBatch::Divergence, spaces, x, out, batch, &w, 0.0)
+    }
 }
 
 impl<T: Scalar> LinearOperator<T> for Divergence<T> {
@@ -156,14 +224,35 @@ impl<T: Scalar> Operator<T> for Laplacian<T> {
         &self.space
     }
     fn evaluate(&self, x: &Element<T>, out: &mut Element<T>) -> Result<()> {
-        let h = steps(&self.space)?;
-        let centre: f64 = h.iter().map(|h| -2.0 / (h * h)).sum();
-        let w: Vec<f64> = h.iter().map(|h| 1.0 / (h * h)).collect();
+        let (w, centre) = self.weights()?;
         x.storage("Laplacian: input")?
             .laplacian(out.storage_mut("Laplacian: output")?, &w, centre)
     }
     fn is_linear(&self) -> bool {
         true
+    }
+    fn batched(&self) -> Option<&dyn BatchedOperator<T>> {
+        Some(self)
+    }
+}
+
+impl<T: Scalar> Laplacian<T> {
+    /// The neighbours' weights `1/h_k²` and the centre's `Σ_k −2/h_k²`.
+    fn weights(&self) -> Result<(Vec<f64>, f64)> {
+        let h = steps(&self.space)?;
+        let centre: f64 = h.iter().map(|h| -2.0 / (h * h)).sum();
+        Ok((h.iter().map(|h| 1.0 / (h * h)).collect(), centre))
+    }
+}
+
+impl<T: Scalar> BatchedOperator<T> for Laplacian<T> {
+    fn max_batch(&self) -> usize {
+        usize::MAX
+    }
+    fn apply_batch(&self, x: &Element<T>, out: &mut Element<T>, batch: usize) -> Result<()> {
+        let (w, centre) = self.weights()?;
+        let spaces = (&self.space, &self.space);
+        apply_stencil_batch(StencilBatch::Laplacian, spaces, x, out, batch, &w, centre)
     }
 }
 
