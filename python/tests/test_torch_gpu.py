@@ -51,7 +51,7 @@ def test_exact_transpose_on_the_gpu():
     rhs = (x.detach().double() * x.grad.double()).sum()
     # float32 rounding, measured against the sizes of the vectors (the inner products of random
     # vectors cancel, so their own size is no scale), as rodl's check_adjoint does
-    scale = max(float(ax.norm() * y.double().norm()), float(x.double().norm() * x.grad.double().norm()))
+    scale = max(float(ax.norm() * y.double().norm()), float(x.detach().double().norm() * x.grad.double().norm()))
     assert abs(float(lhs - rhs)) <= 1e-6 * scale
 
 

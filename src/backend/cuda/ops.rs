@@ -162,21 +162,15 @@ impl<T: Scalar> StencilBackend<T> for DeviceTensor<T> {
         for o in outs.iter() {
             check_like(x, o, "Gradient")?;
         }
-        let ctx = Arc::clone(x.ctx());
-        let stream = &ctx.stream();
-        let f = ctx.function(&FINITE_DIFF, &p.kernel("grad", x))?;
+        let stream = &x.ctx().stream();
         let mut guards: Vec<SyncOnDrop<'_>> = Vec::with_capacity(outs.len());
         for (k, o) in outs.iter_mut().enumerate() {
             let (ptr, g) = o.slice_mut().device_ptr_mut(stream);
             p.ptr[k] = ptr;
             guards.push(g);
         }
-        let mut l = stream.launch_builder(&f);
-        l.arg(x.slice()).arg(&p);
         // SAFETY: the outputs hold `p.n` values each, as does `x`.
-        unsafe { l.launch(ctx.launch_cfg(p.n as usize)) }.map_err(driver_err("gradient kernel"))?;
-        drop(guards);
-        Ok(())
+        unsafe { launch_fd("grad", &[x], None, &p) }
     }
 
     /// Backward differences summed over the axes: `out = Σ_k (g_k[i] − g_k[i − e_k]) · w[k]`
@@ -193,22 +187,15 @@ impl<T: Scalar> StencilBackend<T> for DeviceTensor<T> {
         for g in parts {
             check_like(out, g, "Divergence")?;
         }
-        let ctx = Arc::clone(out.ctx());
-        let stream = &ctx.stream();
-        let f = ctx.function(&FINITE_DIFF, &p.kernel("div", out))?;
+        let stream = &out.ctx().stream();
         let mut guards: Vec<SyncOnDrop<'_>> = Vec::with_capacity(parts.len());
         for (k, g) in parts.iter().enumerate() {
             let (ptr, guard) = g.slice().device_ptr(stream);
             p.ptr[k] = ptr;
             guards.push(guard);
         }
-        let cfg = ctx.launch_cfg(p.n as usize);
-        let mut l = stream.launch_builder(&f);
-        l.arg(out.slice_mut()).arg(&p);
         // SAFETY: the components hold `p.n` values each, as does `out`.
-        unsafe { l.launch(cfg) }.map_err(driver_err("divergence kernel"))?;
-        drop(guards);
-        Ok(())
+        unsafe { launch_fd("div", &[], Some(out), &p) }
     }
 
     /// The zero-padded Laplacian `out = centre · x + Σ_k w[k] (x[i + e_k] + x[i − e_k])`
@@ -218,15 +205,8 @@ impl<T: Scalar> StencilBackend<T> for DeviceTensor<T> {
         let mut p = FdParams::new(x.shape(), w, "Laplacian")?;
         p.centre = centre;
         check_like(x, out, "Laplacian")?;
-        let ctx = Arc::clone(x.ctx());
-        let f = ctx.function(&FINITE_DIFF, &p.kernel("lap", x))?;
-        let cfg = ctx.launch_cfg(p.n as usize);
-        let stream = ctx.stream();
-        let mut l = stream.launch_builder(&f);
-        l.arg(x.slice()).arg(out.slice_mut()).arg(&p);
         // SAFETY: `x` and `out` hold `p.n` values each.
-        unsafe { l.launch(cfg) }.map_err(driver_err("laplacian kernel"))?;
-        Ok(())
+        unsafe { launch_fd("lap", &[x], Some(out), &p) }
     }
 
     /// The pointwise `exponent`-norm of the components: `out[i] = (Σ_k |g_k[i]|^p)^{1/p}`.
@@ -279,19 +259,15 @@ impl<T: Scalar> StencilBackend<T> for DeviceTensor<T> {
         let x = self;
         check_stencil_batch(StencilBatch::Gradient, x.shape(), out.shape(), w)?;
         check_device(x, out, "Gradient")?;
-        let ctx = Arc::clone(x.ctx());
-        let stream = &ctx.stream();
+        let stream = &x.ctx().stream();
         let bytes = std::mem::size_of::<T>();
         let (at, g) = out.slice_mut().device_ptr_mut(stream);
         let p = FdParams::batch(x.shape(), w, "Gradient", Some((at, w.len())), bytes)?;
-        let f = ctx.function(&FINITE_DIFF, &p.kernel("grad", x))?;
-        let mut l = stream.launch_builder(&f);
-        l.arg(x.slice()).arg(&p);
         // SAFETY: `x` holds `p.n` values and `out` `d · p.n` (shapes checked), the parts of
         // entry b at `at + (b · d + k) · entry`.
-        unsafe { l.launch(ctx.launch_cfg(p.n as usize)) }.map_err(driver_err("gradient kernel"))?;
+        let r = unsafe { launch_fd("grad", &[x], None, &p) };
         drop(g);
-        Ok(())
+        r
     }
 
     /// The divergences of a batch in one launch: `self` `[batch, d, …shape]`, `out`
@@ -299,19 +275,14 @@ impl<T: Scalar> StencilBackend<T> for DeviceTensor<T> {
     fn divergence_batch(&self, out: &mut Self, w: &[f64]) -> Result<()> {
         check_stencil_batch(StencilBatch::Divergence, self.shape(), out.shape(), w)?;
         check_device(self, out, "Divergence")?;
-        let ctx = Arc::clone(out.ctx());
-        let stream = &ctx.stream();
+        let stream = &out.ctx().stream();
         let bytes = std::mem::size_of::<T>();
         let (at, g) = self.slice().device_ptr(stream);
         let p = FdParams::batch(out.shape(), w, "Divergence", Some((at, w.len())), bytes)?;
-        let f = ctx.function(&FINITE_DIFF, &p.kernel("div", out))?;
-        let cfg = ctx.launch_cfg(p.n as usize);
-        let mut l = stream.launch_builder(&f);
-        l.arg(out.slice_mut()).arg(&p);
         // SAFETY: `out` holds `p.n` values and the input `d · p.n` (shapes checked).
-        unsafe { l.launch(cfg) }.map_err(driver_err("divergence kernel"))?;
+        let r = unsafe { launch_fd("div", &[], Some(out), &p) };
         drop(g);
-        Ok(())
+        r
     }
 
     /// The Laplacians of a batch in one launch: both `[batch, …shape]`.
@@ -321,16 +292,43 @@ impl<T: Scalar> StencilBackend<T> for DeviceTensor<T> {
         check_device(x, out, "Laplacian")?;
         let mut p = FdParams::batch(x.shape(), w, "Laplacian", None, 0)?;
         p.centre = centre;
-        let ctx = Arc::clone(x.ctx());
-        let f = ctx.function(&FINITE_DIFF, &p.kernel("lap", x))?;
-        let cfg = ctx.launch_cfg(p.n as usize);
-        let stream = ctx.stream();
-        let mut l = stream.launch_builder(&f);
-        l.arg(x.slice()).arg(out.slice_mut()).arg(&p);
         // SAFETY: `x` and `out` hold `p.n` values each (shapes checked).
-        unsafe { l.launch(cfg) }.map_err(driver_err("laplacian kernel"))?;
-        Ok(())
+        unsafe { launch_fd("lap", &[x], Some(out), &p) }
     }
+}
+
+/// Launches the finite-difference kernel `base` (`grad`, `div` or `lap`) over `p.n` values with
+/// the arguments `ins`, then `out`, then `p`, on the stream of the first tensor's device.
+///
+/// # Safety
+/// The tensors and the addresses in `p` must hold what the kernel reads and writes for `p`.
+unsafe fn launch_fd<T: Scalar>(
+    base: &str,
+    ins: &[&DeviceTensor<T>],
+    out: Option<&mut DeviceTensor<T>>,
+    p: &FdParams,
+) -> Result<()> {
+    let first = ins
+        .first()
+        .map(|x| Arc::clone(x.ctx()))
+        .or_else(|| out.as_ref().map(|o| Arc::clone(o.ctx())));
+    let (Some(ctx), Some(like)) = (first, ins.first().copied().or(out.as_deref())) else {
+        return Err(Error::invalid("a finite-difference kernel without tensors"));
+    };
+    let f = ctx.function(&FINITE_DIFF, &p.kernel(base, like))?;
+    let cfg = ctx.launch_cfg(p.n as usize);
+    let stream = ctx.stream();
+    let mut l = stream.launch_builder(&f);
+    for x in ins {
+        l.arg(x.slice());
+    }
+    if let Some(o) = out {
+        l.arg(o.slice_mut());
+    }
+    l.arg(p);
+    // SAFETY: forwarded to the caller.
+    unsafe { l.launch(cfg) }.map_err(driver_err(&format!("the {base} kernel")))?;
+    Ok(())
 }
 
 /// Errors unless `a` and `b` are on one device.
