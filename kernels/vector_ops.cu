@@ -36,6 +36,13 @@ __device__ __forceinline__ void mul_impl(T* __restrict__ out, const T* x, const 
     grid_for(n, [&](u64 i) { out[i] = x[i] * y[i]; });
 }
 
+// out = f[i mod entry] * x[i]: one factor for every entry of a batch
+template <typename T>
+__device__ __forceinline__ void mul_rep_impl(T* __restrict__ out, const T* f, const T* x, u64 n,
+                                             u64 entry) {
+    grid_for(n, [&](u64 i) { out[i] = f[i % entry] * x[i]; });
+}
+
 template <typename T>
 __device__ __forceinline__ void div_impl(T* __restrict__ out, const T* x, const T* y, u64 n) {
     grid_for(n, [&](u64 i) { out[i] = x[i] / y[i]; });
@@ -150,6 +157,9 @@ extern "C" __global__ void reduce_final(const double* __restrict__ partial, u64 
     }                                                                                       \
     extern "C" __global__ void mul_##S(T* out, const T* x, const T* y, u64 n) {            \
         mul_impl<T>(out, x, y, n);                                                          \
+    }                                                                                       \
+    extern "C" __global__ void mul_rep_##S(T* out, const T* f, const T* x, u64 n, u64 entry) { \
+        mul_rep_impl<T>(out, f, x, n, entry);                                               \
     }                                                                                       \
     extern "C" __global__ void div_##S(T* out, const T* x, const T* y, u64 n) {            \
         div_impl<T>(out, x, y, n);                                                          \

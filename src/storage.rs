@@ -210,6 +210,15 @@ impl<T: Scalar> Storage<T> {
         }
     }
 
+    /// `self[b·n + i] = factor[i] · x[b·n + i]` (`n`: the factor's length), for a batch.
+    pub(crate) fn mul_repeated(&mut self, factor: &Self, x: &Self) -> Result<()> {
+        match (self, factor, x) {
+            (Storage::Host(o), Storage::Host(f), Storage::Host(x)) => o.mul_repeated(f, x),
+            (Storage::Cuda(o), Storage::Cuda(f), Storage::Cuda(x)) => o.mul_repeated(f, x),
+            _ => Err(mix("repeated multiplication")),
+        }
+    }
+
     /// `self = a x + b self`.
     pub(crate) fn axpby(&mut self, a: T, x: &Self, b: T) -> Result<()> {
         match (self, x) {

@@ -12,8 +12,12 @@ use cudarc::driver::{sys, CudaContext, CudaSlice, CudaStream, DevicePtr};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rodl::interop::apply_to_cuda_memory;
-use rodl::tomo::{fbp_op, parallel_beam_geometry, Backend, FbpOptions, RayTransform};
-use rodl::{uniform_discr, Device, Divergence, Gradient, LinOp, LinearOperatorExt};
+use std::f64::consts::PI;
+
+use rodl::tomo::{fbp_op, parallel_beam_geometry, Backend, FbpOptions, Geometry, RayTransform};
+use rodl::{
+    uniform_discr, Device, Divergence, Gradient, LinOp, LinearOperatorExt, UniformPartition,
+};
 
 const GPU: Device = Device::Cuda(0);
 
@@ -31,9 +35,22 @@ fn operators() -> Vec<(&'static str, LinOp<f32>)> {
     let a: LinOp<f32> = Arc::new(rt);
     let normal = a.adjoint().unwrap().compose(&a).unwrap();
     let grad: LinOp<f32> = Arc::new(Gradient::new(space.clone()).unwrap());
+    let fan_space = space.clone();
     let div: LinOp<f32> = Arc::new(Divergence::new(space).unwrap());
     let grad_normal = grad.adjoint().unwrap().compose(&grad).unwrap();
-    for op in [&a, &normal, &fbp, &grad, &div, &grad_normal] {
+    // The exact fan-beam FBP: three back-projections with volume factors, summed.
+    let part = |a: f64, b: f64, n| UniformPartition::new(&[a], &[b], &[n]).unwrap();
+    let fan = Geometry::fan_flat(
+        &part(0.0, 2.0 * PI, 48),
+        &part(-2.5, 2.5, 64),
+        3.0,
+        2.0,
+        0.0,
+    )
+    .unwrap();
+    let fan_rt = RayTransform::new(fan_space, fan, Backend::cuda(0)).unwrap();
+    let fan_fbp = fbp_op(&fan_rt, &FbpOptions::default()).unwrap();
+    for op in [&a, &normal, &fbp, &grad, &div, &grad_normal, &fan_fbp] {
         assert!(op.batched().is_some(), "{} has no batched form", op.name());
     }
     vec![
@@ -43,6 +60,7 @@ fn operators() -> Vec<(&'static str, LinOp<f32>)> {
         ("gradient", grad),
         ("divergence", div),
         ("gradient* ∘ gradient", grad_normal),
+        ("exact fan-beam FBP", fan_fbp),
     ]
 }
 

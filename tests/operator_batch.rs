@@ -213,10 +213,12 @@ fn entry_by_entry(op: &LinOp<f64>, x: &[f64], batch: usize) -> Vec<f64> {
         .collect()
 }
 
-fn stencil_operators(space: &Space<f64>) -> Vec<(&'static str, LinOp<f64>)> {
+fn batched_operators(space: &Space<f64>) -> Vec<(&'static str, LinOp<f64>)> {
     let g: LinOp<f64> = Arc::new(Gradient::new(space.clone()).unwrap());
     let d: LinOp<f64> = Arc::new(rodl::Divergence::new(space.clone()).unwrap());
     let l: LinOp<f64> = Arc::new(rodl::Laplacian::new(space.clone()).unwrap());
+    let factor = space.element_from_fn(|p| 1.5 - p[0] * p[0]).unwrap();
+    let m: LinOp<f64> = Arc::new(rodl::MultiplyOperator::new(space.clone(), factor).unwrap());
     vec![
         ("gradient", g.clone()),
         ("divergence", d.clone()),
@@ -231,6 +233,11 @@ fn stencil_operators(space: &Space<f64>) -> Vec<(&'static str, LinOp<f64>)> {
             "laplacian − div ∘ grad",
             l.minus(&d.compose(&g).unwrap()).unwrap(),
         ),
+        ("multiply ∘ laplacian", m.compose(&l).unwrap()),
+        (
+            "gradient* ∘ gradient + multiply",
+            g.adjoint().unwrap().compose(&g).unwrap().plus(&m).unwrap(),
+        ),
     ]
 }
 
@@ -238,8 +245,8 @@ proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
 
     /// On random grids (1 to 3 axes, random cell sides) and batch sizes, every finite-difference
-    /// operator's batch equals its entries applied one by one, bit for bit (one pass for the
-    /// whole batch, the same operations per value).
+    /// operator's batch (and a multiplication's) equals its entries applied one by one, bit for
+    /// bit (one pass for the whole batch, the same operations per value).
     #[test]
     fn finite_difference_batches_equal_entry_by_entry(
         shape in proptest::collection::vec(1usize..7, 1..4),
@@ -250,7 +257,7 @@ proptest::proptest! {
         let d = shape.len();
         let max: Vec<f64> = (0..d).map(|k| sides[k] * shape[k] as f64).collect();
         let space = uniform_discr::<f64>(&vec![0.0; d], &max, &shape).unwrap();
-        for (name, op) in stencil_operators(&space) {
+        for (name, op) in batched_operators(&space) {
             let form = op.batched().unwrap_or_else(|| panic!("{name}: no batched form"));
             let n = op.domain().size();
             let x: Vec<f64> = (0..batch * n)

@@ -78,6 +78,9 @@ impl<T: Scalar> BackendStorage<T> for DeviceTensor<T> {
     fn binary(&mut self, _op: Binary<T>, _x: &Self, _y: &Self) -> Result<()> {
         match self.0 {}
     }
+    fn mul_repeated(&mut self, _factor: &Self, _x: &Self) -> Result<()> {
+        match self.0 {}
+    }
     fn axpby(&mut self, _a: T, _x: &Self, _b: T) -> Result<()> {
         match self.0 {}
     }

@@ -86,6 +86,9 @@ pub(crate) trait BackendStorage<T: Scalar>: Sized {
     fn binary(&mut self, op: Binary<T>, x: &Self, y: &Self) -> Result<()>;
     /// `self = a x + b self`.
     fn axpby(&mut self, a: T, x: &Self, b: T) -> Result<()>;
+    /// `self[b·n + i] = factor[i] · x[b·n + i]` with `n = factor`'s length: one factor for
+    /// every entry of a batch (`x` and `self` as long as each other, a multiple of `n`).
+    fn mul_repeated(&mut self, factor: &Self, x: &Self) -> Result<()>;
     /// `self = op(x)` elementwise.
     fn unary(&mut self, op: Unary<T>, x: &Self) -> Result<()>;
     /// Sets every entry to `v`.
@@ -124,6 +127,16 @@ pub(crate) trait StencilBackend<T: Scalar>: BackendStorage<T> {
     fn divergence_batch(&self, out: &mut Self, w: &[f64]) -> Result<()>;
     /// [`Self::laplacian`] of a batch: both `[batch, …shape]`.
     fn laplacian_batch(&self, out: &mut Self, w: &[f64], centre: f64) -> Result<()>;
+}
+
+/// Errors unless a batch of `x` values (into `out`, as many) is whole entries of a factor of `n`.
+pub(crate) fn check_repeated(n: usize, x: usize, out: usize) -> Result<()> {
+    if n == 0 || x != out || x % n != 0 {
+        return Err(crate::Error::invalid(format!(
+            "a factor of {n} values for a batch of {x} values into {out}"
+        )));
+    }
+    Ok(())
 }
 
 /// Which stencil a batch is for: the shapes of its input and output.

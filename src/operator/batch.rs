@@ -12,7 +12,8 @@ use crate::{Element, Result, Scalar};
 /// at least 32 rows (on whole volumes with 32-bit indices), and so does the FBP filter
 /// ([`FbpFilter`](crate::tomo::FbpFilter), on every device), and the finite-difference operators
 /// ([`Gradient`](crate::Gradient), [`Divergence`](crate::Divergence),
-/// [`Laplacian`](crate::Laplacian): one launch per batch on a GPU). Scalar multiples of an
+/// [`Laplacian`](crate::Laplacian): one launch per batch on a GPU) and the
+/// [`MultiplyOperator`](crate::MultiplyOperator) of a tensor space. Scalar multiples of an
 /// operator that has one, and compositions and sums of two that have one (through a space with
 /// a batched form), have one too: one pass of each factor over the whole batch (so FBP,
 /// `A* ∘ filter`, has one where the ray transform does, and `Gradient* ∘ Gradient` has one).
@@ -26,4 +27,37 @@ pub trait BatchedOperator<T: Scalar>: Send + Sync {
     /// `[batch, parts, …shape]` for a power space), both on the operator's device. Errors for a batch of 0 or above [`BatchedOperator::max_batch`] and
     /// for tensors of other shapes or devices; `out` is then unspecified.
     fn apply_batch(&self, x: &Element<T>, out: &mut Element<T>, batch: usize) -> Result<()>;
+}
+
+/// Errors unless `x` and `out` are batches of `batch` entries of `domain` and `range` — one
+/// tensor each of the space's [`Space::batch_shape`](crate::Space::batch_shape), on the space's
+/// device — and `batch` is not 0 (`what`: the operation, for the message).
+pub(crate) fn check_batch_elements<T: Scalar>(
+    what: &str,
+    (domain, range): (&crate::Space<T>, &crate::Space<T>),
+    x: &Element<T>,
+    out: &Element<T>,
+    batch: usize,
+) -> Result<()> {
+    if batch == 0 {
+        return Err(crate::Error::invalid(format!("{what}: an empty batch")));
+    }
+    for (e, s, side) in [(x, domain, "input"), (out, range, "output")] {
+        let want = s.batch_shape(batch)?;
+        if e.shape()? != want.as_slice() {
+            return Err(crate::Error::Shape {
+                context: format!("{what}: the {side}"),
+                expected: want,
+                got: e.shape()?.to_vec(),
+            });
+        }
+        if e.device() != s.device() {
+            return Err(crate::Error::DeviceMismatch {
+                context: format!("{what}: the {side}"),
+                expected: s.device().to_string(),
+                got: e.device().to_string(),
+            });
+        }
+    }
+    Ok(())
 }

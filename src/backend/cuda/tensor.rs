@@ -343,6 +343,32 @@ impl<T: Scalar> BackendStorage<T> for DeviceTensor<T> {
         }
     }
 
+    /// `self[b·n + i] = factor[i] · x[b·n + i]`, one launch for the whole batch.
+    fn mul_repeated(&mut self, factor: &Self, x: &Self) -> Result<()> {
+        self.check_operand(x, "repeated multiplication")?;
+        if factor.ctx.id() != self.ctx.id() {
+            return Err(Error::DeviceMismatch {
+                context: "repeated multiplication: the factor".into(),
+                expected: self.device().to_string(),
+                got: factor.device().to_string(),
+            });
+        }
+        crate::backend::check_repeated(factor.len, x.len, self.len)?;
+        let ctx = Arc::clone(&self.ctx);
+        let cfg = self.cfg();
+        let (n, entry) = (self.len as u64, factor.len as u64);
+        let name = self.dtype.pick("mul_rep_f32", "mul_rep_f64");
+        let f = ctx.function(&VECTOR_OPS, name)?;
+        let stream = ctx.stream();
+        let mut l = stream.launch_builder(&f);
+        l.arg(&mut self.buf)
+            .arg(&factor.buf)
+            .arg(&x.buf)
+            .arg(&n)
+            .arg(&entry);
+        launch!(l, cfg, name)
+    }
+
     /// `self = a x + b self`.
     fn axpby(&mut self, a: T, x: &Self, b: T) -> Result<()> {
         self.check_operand(x, "axpby")?;

@@ -7,8 +7,8 @@ mod vector;
 use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD, IxDyn};
 
 use super::{
-    check_stencil_batch, BackendStorage, Binary, DeviceBackend, Map2Op, MapOp, PointwiseBackend,
-    Reduction, StencilBackend, StencilBatch, Unary,
+    check_repeated, check_stencil_batch, BackendStorage, Binary, DeviceBackend, Map2Op, MapOp,
+    PointwiseBackend, Reduction, StencilBackend, StencilBatch, Unary,
 };
 use crate::{Device, Error, Result, Scalar};
 
@@ -87,6 +87,18 @@ impl<T: Scalar> BackendStorage<T> for HostTensor<T> {
     }
     fn axpby(&mut self, a: T, x: &Self, b: T) -> Result<()> {
         vector::axpby(a, x.slice(), b, self.slice_mut());
+        Ok(())
+    }
+    fn mul_repeated(&mut self, factor: &Self, x: &Self) -> Result<()> {
+        let f = factor.slice();
+        check_repeated(f.len(), x.slice().len(), self.slice().len())?;
+        for (o, xb) in self
+            .slice_mut()
+            .chunks_mut(f.len())
+            .zip(x.slice().chunks(f.len()))
+        {
+            vector::binary(Binary::Mul, f, xb, o);
+        }
         Ok(())
     }
     fn unary(&mut self, op: Unary<T>, x: &Self) -> Result<()> {

@@ -2,7 +2,8 @@
 
 use std::sync::Arc;
 
-use crate::operator::{LinOp, LinearOperator, Operator};
+use crate::operator::batch::check_batch_elements;
+use crate::operator::{BatchedOperator, LinOp, LinearOperator, Operator};
 use crate::{Element, Result, Scalar, Space};
 
 /// The identity x ↦ x on a space.
@@ -158,6 +159,22 @@ impl<T: Scalar> Operator<T> for MultiplyOperator<T> {
     }
     fn is_linear(&self) -> bool {
         true
+    }
+    fn batched(&self) -> Option<&dyn BatchedOperator<T>> {
+        // On a tensor space: the factor repeated for every entry, in one pass.
+        (!self.space.is_product()).then_some(self as &dyn BatchedOperator<T>)
+    }
+}
+
+impl<T: Scalar> BatchedOperator<T> for MultiplyOperator<T> {
+    fn max_batch(&self) -> usize {
+        usize::MAX
+    }
+    fn apply_batch(&self, x: &Element<T>, out: &mut Element<T>, batch: usize) -> Result<()> {
+        let what = format!("MultiplyOperator on a batch of {batch}");
+        check_batch_elements(&what, (&self.space, &self.space), x, out, batch)?;
+        let f = self.factor.storage(&what)?;
+        out.storage_mut(&what)?.mul_repeated(f, x.storage(&what)?)
     }
 }
 

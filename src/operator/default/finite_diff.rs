@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use crate::backend::StencilBatch;
+use crate::operator::batch::check_batch_elements;
 use crate::operator::{
     BatchedOperator, LinOp, LinearOperator, LinearOperatorExt, NormCache, Operator,
 };
@@ -30,26 +31,7 @@ fn apply_stencil_batch<T: Scalar>(
     centre: f64,
 ) -> Result<()> {
     let what = format!("{kind:?} of a batch of {batch}");
-    if batch == 0 {
-        return Err(Error::invalid(format!("{what}: an empty batch")));
-    }
-    for (e, s, side) in [(x, domain, "input"), (&*out, range, "output")] {
-        let want = s.batch_shape(batch)?;
-        if e.shape()? != want.as_slice() {
-            return Err(Error::Shape {
-                context: format!("{what}: the {side}"),
-                expected: want,
-                got: e.shape()?.to_vec(),
-            });
-        }
-        if e.device() != s.device() {
-            return Err(Error::DeviceMismatch {
-                context: format!("{what}: the {side}"),
-                expected: s.device().to_string(),
-                got: e.device().to_string(),
-            });
-        }
-    }
+    check_batch_elements(&what, (domain, range), x, out, batch)?;
     x.storage(&what)?
         .stencil_batch(kind, out.storage_mut(&what)?, w, centre)
 }

@@ -5,8 +5,9 @@
 //! ordinary [`LinOp`] that composes with everything and runs wherever the ray transform runs
 //! (CPU or GPU, host or device data). The filter has a batched form
 //! ([`BatchedOperator`](crate::BatchedOperator)), so FBP has one wherever the ray transform's
-//! adjoint has one (the CUDA ray transform; not the exact 2D fan-beam form, whose volume factors
-//! have none): a batch of sinograms is reconstructed in one pass.
+//! adjoint has one (the CUDA ray transform; the exact 2D fan-beam form too, whose volume factors
+//! are batched [`MultiplyOperator`](crate::MultiplyOperator)s): a batch of sinograms is
+//! reconstructed in one pass.
 //!
 //! # The filter
 //!
