@@ -6,7 +6,7 @@
 //! (CPU or GPU, host or device data). The filter has a batched form
 //! ([`BatchedOperator`](crate::BatchedOperator)), so FBP has one wherever the ray transform's
 //! adjoint has one (the CUDA ray transform; the exact 2D fan-beam form too, whose volume factors
-//! are batched [`MultiplyOperator`](crate::MultiplyOperator)s): a batch of sinograms is
+//! are batched [`MultiplyOperator`]s): a batch of sinograms is
 //! reconstructed in one pass.
 //!
 //! # The filter
