@@ -139,7 +139,7 @@ impl FdParams {
 }
 
 fn check_like<T: Scalar>(a: &DeviceTensor<T>, b: &DeviceTensor<T>, what: &str) -> Result<()> {
-    check_device(a, b, what)?;
+    a.check_same_device(b, what)?;
     if a.shape() != b.shape() {
         return Err(Error::shape(what, a.shape(), b.shape()));
     }
@@ -258,7 +258,7 @@ impl<T: Scalar> StencilBackend<T> for DeviceTensor<T> {
     fn gradient_batch(&self, out: &mut Self, w: &[f64]) -> Result<()> {
         let x = self;
         check_stencil_batch(StencilBatch::Gradient, x.shape(), out.shape(), w)?;
-        check_device(x, out, "Gradient")?;
+        x.check_same_device(out, "Gradient")?;
         let stream = &x.ctx().stream();
         let bytes = std::mem::size_of::<T>();
         let (at, g) = out.slice_mut().device_ptr_mut(stream);
@@ -274,7 +274,7 @@ impl<T: Scalar> StencilBackend<T> for DeviceTensor<T> {
     /// `[batch, …shape]`.
     fn divergence_batch(&self, out: &mut Self, w: &[f64]) -> Result<()> {
         check_stencil_batch(StencilBatch::Divergence, self.shape(), out.shape(), w)?;
-        check_device(self, out, "Divergence")?;
+        self.check_same_device(out, "Divergence")?;
         let stream = &out.ctx().stream();
         let bytes = std::mem::size_of::<T>();
         let (at, g) = self.slice().device_ptr(stream);
@@ -289,7 +289,7 @@ impl<T: Scalar> StencilBackend<T> for DeviceTensor<T> {
     fn laplacian_batch(&self, out: &mut Self, w: &[f64], centre: f64) -> Result<()> {
         let x = self;
         check_stencil_batch(StencilBatch::Laplacian, x.shape(), out.shape(), w)?;
-        check_device(x, out, "Laplacian")?;
+        x.check_same_device(out, "Laplacian")?;
         let mut p = FdParams::batch(x.shape(), w, "Laplacian", None, 0)?;
         p.centre = centre;
         // SAFETY: `x` and `out` hold `p.n` values each (shapes checked).
@@ -308,14 +308,11 @@ unsafe fn launch_fd<T: Scalar>(
     out: Option<&mut DeviceTensor<T>>,
     p: &FdParams,
 ) -> Result<()> {
-    let first = ins
-        .first()
-        .map(|x| Arc::clone(x.ctx()))
-        .or_else(|| out.as_ref().map(|o| Arc::clone(o.ctx())));
-    let (Some(ctx), Some(like)) = (first, ins.first().copied().or(out.as_deref())) else {
+    let Some(like) = ins.first().copied().or(out.as_deref()) else {
         return Err(Error::invalid("a finite-difference kernel without tensors"));
     };
-    let f = ctx.function(&FINITE_DIFF, &p.kernel(base, like))?;
+    let (ctx, name) = (Arc::clone(like.ctx()), p.kernel(base, like));
+    let f = ctx.function(&FINITE_DIFF, &name)?;
     let cfg = ctx.launch_cfg(p.n as usize);
     let stream = ctx.stream();
     let mut l = stream.launch_builder(&f);
@@ -328,17 +325,5 @@ unsafe fn launch_fd<T: Scalar>(
     l.arg(p);
     // SAFETY: forwarded to the caller.
     unsafe { l.launch(cfg) }.map_err(driver_err(&format!("the {base} kernel")))?;
-    Ok(())
-}
-
-/// Errors unless `a` and `b` are on one device.
-fn check_device<T: Scalar>(a: &DeviceTensor<T>, b: &DeviceTensor<T>, what: &str) -> Result<()> {
-    if a.ctx().id() != b.ctx().id() {
-        return Err(Error::DeviceMismatch {
-            context: what.into(),
-            expected: a.device().to_string(),
-            got: b.device().to_string(),
-        });
-    }
     Ok(())
 }

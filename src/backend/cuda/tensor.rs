@@ -177,7 +177,8 @@ impl<T: Scalar> DeviceTensor<T> {
         &mut self.buf
     }
 
-    fn check_operand(&self, other: &Self, what: &str) -> Result<()> {
+    /// Errors unless `other` is on this tensor's device.
+    pub(crate) fn check_same_device(&self, other: &Self, what: &str) -> Result<()> {
         if other.ctx.id() != self.ctx.id() {
             return Err(Error::DeviceMismatch {
                 context: what.into(),
@@ -185,6 +186,11 @@ impl<T: Scalar> DeviceTensor<T> {
                 got: other.device().to_string(),
             });
         }
+        Ok(())
+    }
+
+    fn check_operand(&self, other: &Self, what: &str) -> Result<()> {
+        self.check_same_device(other, what)?;
         if other.len != self.len {
             return Err(Error::shape(what, &self.shape, &other.shape));
         }
@@ -346,13 +352,7 @@ impl<T: Scalar> BackendStorage<T> for DeviceTensor<T> {
     /// `self[b·n + i] = factor[i] · x[b·n + i]`, one launch for the whole batch.
     fn mul_repeated(&mut self, factor: &Self, x: &Self) -> Result<()> {
         self.check_operand(x, "repeated multiplication")?;
-        if factor.ctx.id() != self.ctx.id() {
-            return Err(Error::DeviceMismatch {
-                context: "repeated multiplication: the factor".into(),
-                expected: self.device().to_string(),
-                got: factor.device().to_string(),
-            });
-        }
+        self.check_same_device(factor, "repeated multiplication: the factor")?;
         crate::backend::check_repeated(factor.len, x.len, self.len)?;
         let ctx = Arc::clone(&self.ctx);
         let cfg = self.cfg();
