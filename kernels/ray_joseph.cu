@@ -1368,6 +1368,10 @@ __device__ __forceinline__ void backward2_lanes(const float* __restrict__ sino, 
         const int n = w.u1 - w.u0 + 1;
         if (n > STAGE) {
             lanes2_broadcast(mine, w, row, srow, wrow, lane, active, at, m, v.sb);
+            // The next view may run along the other axis, where this lane's cells are other
+            // lanes' (rows become columns): order this view's adds before them (the shuffles
+            // order the lanes' execution but not their shared-memory accesses; racecheck).
+            __syncwarp();
             continue;
         }
         for (int i = lane; i < n; i += 32) {

@@ -57,6 +57,15 @@ pub enum Error {
     /// A CUDA call failed (launch, copy, allocation, kernel compilation).
     #[error("CUDA error: {0}")]
     Cuda(String),
+    /// A CUDA graph capture in progress forbade a call that rodl needs (an allocation, a free,
+    /// a host wait): another thread captures in *global* mode (`cudaStreamCaptureModeGlobal`,
+    /// the default of `cudaStreamBeginCapture` and of PyTorch's `torch.cuda.graph`), which
+    /// forbids such calls on every thread of the process while it lasts. rodl neither waits
+    /// nor retries: capture in `thread_local` or `relaxed` mode
+    /// (`torch.cuda.graph(g, capture_error_mode="thread_local")`), or call rodl on the
+    /// capturing stream itself (see [`crate::interop`]), and rodl runs beside the capture.
+    #[error("{0}")]
+    GraphCapture(String),
     /// Reading or writing a file failed.
     #[error("{path}: {message}")]
     Io {

@@ -6,6 +6,22 @@
 //! within the device — and orders rodl's work after the work queued so far on the caller's
 //! stream, and the caller's stream after rodl's, with CUDA events: neither the host nor the
 //! device is synchronised, and no global state changes.
+//!
+//! # Graph capture
+//!
+//! * **On the caller's stream.** A call whose stream is being captured into a CUDA graph
+//!   (`torch.cuda.graph`, `cudaStreamBeginCapture`) records rodl's kernels, copies and
+//!   temporaries into that graph; replays compute what the buffers hold then.
+//! * **On another thread, in global mode.** While any thread captures in *global* mode (the
+//!   default of `cudaStreamBeginCapture` and of `torch.cuda.graph`), the driver forbids
+//!   allocations, frees and host waits on every other thread. A rodl call on another thread
+//!   that meets such a capture fails at once with [`Error::GraphCapture`], which names the
+//!   mode and the remedy; it neither waits nor retries, and it does not fail later calls once
+//!   the capture has ended. (The capture itself is invalidated by the driver, as it is by any
+//!   forbidden call there.)
+//! * **On another thread, in `thread_local` or `relaxed` mode.** rodl runs beside the capture
+//!   as at any other time, and the capture stays valid. This is the remedy: in PyTorch,
+//!   `torch.cuda.graph(g, capture_error_mode="thread_local")`.
 
 use crate::backend::cuda::Cuda;
 use crate::backend::Runtime;

@@ -3,8 +3,8 @@
 //! keep the adjoint exact for every geometry kind; so does a device volume whose data stream
 //! through host memory; budgets too small for any piece, and device memory that runs out, are
 //! errors; 10⁴ calls leave the device memory where the first left it. These tests FAIL (they do
-//! not skip) without a GPU. Run them one at a time (`--test-threads=1`): the memory test reads
-//! the device's free memory.
+//! not skip) without a GPU. They run under any number of test threads: the memory test reads
+//! the device's free memory and takes [`common::gpu_alone`], the others [`common::gpu_shared`].
 #![cfg(feature = "cuda")]
 
 mod common;
@@ -100,6 +100,7 @@ fn compare(
 
 #[test]
 fn pieces_equal_the_whole_transform_for_every_geometry() {
+    let _gpu = common::gpu_shared();
     for case in common::ODL_CASES {
         // From a budget that forces a few pieces down to one of many small ones.
         for div in [2u64, 5, 12] {
@@ -139,6 +140,7 @@ fn pieces_equal_the_whole_transform_for_every_geometry() {
 
 #[test]
 fn host_data_within_the_default_budget_is_one_slab() {
+    let _gpu = common::gpu_shared();
     for case in common::ODL_CASES {
         let (host, whole, pieces) = pair(case, None);
         let layout = pieces.pieces().unwrap();
@@ -156,6 +158,7 @@ fn host_data_within_the_default_budget_is_one_slab() {
 
 #[test]
 fn budgets_without_room_for_a_piece_are_out_of_memory_errors() {
+    let _gpu = common::gpu_shared();
     let s = common::odl_case("cone3d_32");
     let host = s.volume.space::<f32>().unwrap();
     let g = s.geometry.build().unwrap();
@@ -182,6 +185,7 @@ fn budgets_without_room_for_a_piece_are_out_of_memory_errors() {
 
 #[test]
 fn device_memory_running_out_in_a_transform_is_an_error() {
+    let _gpu = common::gpu_alone();
     // A device-resident volume of 64³ with 1000 views of 8192 × 8192 cells: 268 GB of data,
     // more than any GPU holds.
     let space = rodl::uniform_discr::<f32>(&[-1.0; 3], &[1.0; 3], &[64, 64, 64])
@@ -250,6 +254,7 @@ fn free_memory_over_calls(x: &rodl::Element<f32>, ray: &RayTransform<f32>) -> (u
 
 #[test]
 fn device_memory_stays_flat_over_ten_thousand_calls() {
+    let _gpu = common::gpu_alone();
     for case in ["par2d_64", "cone3d_32"] {
         // Device-resident data.
         let (host, whole, pieces) = pair(case, Some(budget_for(case, 5)));
@@ -274,6 +279,7 @@ fn device_memory_stays_flat_over_ten_thousand_calls() {
 
 #[test]
 fn a_device_volume_with_data_beyond_the_budget_gets_a_host_range() {
+    let _gpu = common::gpu_shared();
     let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(SEED);
     for case in common::ODL_CASES {
         let s = common::odl_case(case);

@@ -1,7 +1,10 @@
 //! `interop::apply_to_cuda_memory` on a real GPU: the work goes to the caller's stream, in its
 //! order — shown by results read back on that stream, by a CUDA graph captured on it and
-//! replayed with new inputs, and by calls from two threads on two streams at once. These tests
-//! FAIL (they do not skip) without a GPU.
+//! replayed with new inputs, and by calls from two threads on two streams at once; a capture in
+//! global mode on another thread is a clear [`Error::GraphCapture`], one in thread-local mode
+//! leaves rodl running. These tests FAIL (they do not skip) without a GPU. They run under any
+//! number of test threads: those that capture take [`common::gpu_alone`] (a global-mode capture
+//! forbids every other thread's allocations), the others [`common::gpu_shared`].
 #![cfg(feature = "cuda")]
 
 mod common;
@@ -16,7 +19,7 @@ use std::f64::consts::PI;
 
 use rodl::tomo::{fbp_op, parallel_beam_geometry, Backend, FbpOptions, Geometry, RayTransform};
 use rodl::{
-    uniform_discr, Device, Divergence, Gradient, LinOp, LinearOperatorExt, UniformPartition,
+    uniform_discr, Device, Divergence, Error, Gradient, LinOp, LinearOperatorExt, UniformPartition,
 };
 
 const GPU: Device = Device::Cuda(0);
@@ -117,6 +120,7 @@ fn apply_on(op: &LinOp<f32>, s: &Arc<CudaStream>, x: &CudaSlice<f32>, out: &Cuda
 
 #[test]
 fn results_read_back_on_the_callers_stream_match() {
+    let _gpu = common::gpu_shared();
     let s = foreign_stream();
     for (name, op) in operators() {
         let batch = 3;
@@ -137,6 +141,7 @@ fn results_read_back_on_the_callers_stream_match() {
 /// inputs the buffer holds then.
 #[test]
 fn a_graph_captured_on_the_callers_stream_replays_the_operator() {
+    let _gpu = common::gpu_alone();
     let s = foreign_stream();
     for (name, op) in operators() {
         let batch = 2;
@@ -173,6 +178,7 @@ fn a_graph_captured_on_the_callers_stream_replays_the_operator() {
 /// cached temporaries): every result is right.
 #[test]
 fn two_threads_on_two_streams_at_once() {
+    let _gpu = common::gpu_shared();
     let ops = operators();
     let want: Vec<(Vec<f32>, Vec<f32>)> = ops
         .iter()
@@ -198,4 +204,96 @@ fn two_threads_on_two_streams_at_once() {
             });
         }
     });
+}
+
+/// Begins a capture in `mode` on a foreign stream on another thread, runs `during` here while
+/// it lasts, then ends it; returns what `during` gave and whether the capture made a graph.
+fn beside_a_capture<R>(mode: sys::CUstreamCaptureMode, during: impl FnOnce() -> R) -> (R, bool) {
+    let begun = std::sync::Barrier::new(2);
+    let done = std::sync::Barrier::new(2);
+    std::thread::scope(|sc| {
+        let capture = sc.spawn(|| {
+            let s = foreign_stream();
+            let mut buf = s.alloc_zeros::<f32>(256).unwrap();
+            s.synchronize().unwrap();
+            s.begin_capture(mode).unwrap();
+            // Some work of the capturing library's own, recorded into its graph.
+            s.memset_zeros(&mut buf).unwrap();
+            begun.wait();
+            done.wait();
+            let graph = s.end_capture(sys::CUgraphInstantiate_flags(0));
+            match graph {
+                Ok(Some(g)) => {
+                    g.launch().unwrap();
+                    s.synchronize().unwrap();
+                    true
+                }
+                _ => false,
+            }
+        });
+        begun.wait();
+        let r = during();
+        done.wait();
+        (r, capture.join().unwrap())
+    })
+}
+
+/// While another thread captures in global mode (`torch.cuda.graph`'s default), a rodl call
+/// fails at once with [`Error::GraphCapture`] naming the mode and the remedy — not a driver
+/// error string — and the next call after the capture works.
+#[test]
+fn a_global_capture_on_another_thread_is_a_clear_error() {
+    let _gpu = common::gpu_alone();
+    let ops = operators();
+    let (name, op) = &ops[0];
+    let x = common::element_of(op.domain(), &inputs(op, 1, 5));
+    let want = common::flatten(&op.apply(&x).unwrap());
+    let (r, _) = beside_a_capture(
+        sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL,
+        || op.apply(&x),
+    );
+    match r {
+        Err(e @ Error::GraphCapture(_)) => {
+            let msg = e.to_string();
+            eprintln!("{name} beside a global capture: {msg}");
+            for word in ["global mode", "thread_local", "relaxed"] {
+                assert!(msg.contains(word), "{word} missing from {msg}");
+            }
+        }
+        Err(e) => panic!("{name}: expected a graph-capture error, got {e}"),
+        Ok(_) => panic!("{name}: ran beside a global-mode capture"),
+    }
+    // After the capture, nothing of it is left to fail the next call.
+    let again = common::flatten(&op.apply(&x).unwrap());
+    assert!(rel(&again, &want) < 1e-6, "{name} after the capture");
+}
+
+/// A capture in thread-local mode (the remedy) lets rodl run on other threads, with every
+/// result right, and stays valid: its graph is made and replays.
+#[test]
+fn a_thread_local_capture_on_another_thread_leaves_rodl_running() {
+    let _gpu = common::gpu_alone();
+    let ops = operators();
+    let want: Vec<(Vec<f32>, Vec<f32>)> = ops
+        .iter()
+        .map(|(_, op)| {
+            let x = inputs(op, 2, 9);
+            let y = reference(op, &x);
+            (x, y)
+        })
+        .collect();
+    let (errors, made) = beside_a_capture(
+        sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
+        || {
+            ops.iter()
+                .zip(&want)
+                .map(|((name, op), (x, y))| (*name, rel(&reference(op, x), y)))
+                .collect::<Vec<_>>()
+        },
+    );
+    for (name, e) in errors {
+        eprintln!("{name} beside a thread-local capture: {e:.1e}");
+        assert!(e < 1e-6, "{name}: {e}");
+    }
+    assert!(made, "the thread-local capture was invalidated");
 }

@@ -23,6 +23,7 @@ True
 from ._rodl import (
     CUDA_BUILT,
     CudaUnavailableError,
+    GraphCaptureError,
     Divergence,
     Factory,
     Geometry,
@@ -75,6 +76,7 @@ __all__ = [
     "CUDA_BUILT",
     "ConeBeamGeometry",
     "CudaUnavailableError",
+    "GraphCaptureError",
     "Divergence",
     "Factory",
     "FanBeamGeometry",

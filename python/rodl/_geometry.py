@@ -6,6 +6,7 @@ and per-view vectors.
 """
 
 import json
+import math
 from typing import NamedTuple, Sequence, Tuple, Union
 
 from ._rodl import Geometry
@@ -34,7 +35,21 @@ def uniform_partition(min_pt, max_pt, shape) -> Partition:
             f"uniform_partition: min_pt, max_pt and shape have different lengths "
             f"({len(lo)}, {len(hi)}, {len(n)})"
         )
+    if any(k < 1 for k in n):
+        raise ValueError(f"uniform_partition: shape must hold positive cell counts, got {n}")
+    if not all(math.isfinite(v) for v in lo + hi):
+        raise ValueError(f"uniform_partition: min_pt and max_pt must be finite, got {lo}, {hi}")
+    if any(a >= b for a, b in zip(lo, hi)):
+        raise ValueError(f"uniform_partition: min_pt must lie below max_pt, got {lo}, {hi}")
     return Partition(lo, hi, n)
+
+
+def _finite(who: str, **values) -> None:
+    """A ``ValueError`` naming the constructor and the argument unless every value is finite."""
+    for name, v in values.items():
+        for x in _tuple(v, float):
+            if not math.isfinite(x):
+                raise ValueError(f"{who}: {name} must be finite, got {v}")
 
 
 PartitionLike = Union[Partition, Tuple[float, float, int]]
@@ -56,8 +71,17 @@ def _detector(dpart, ndim: int) -> dict:
     return {"min": list(p.min_pt), "max": list(p.max_pt), "shape": list(p.shape)}
 
 
-def _build(spec: dict) -> Geometry:
-    return Geometry.from_json(json.dumps(spec))
+def _build(who: str, spec: dict) -> Geometry:
+    """The geometry of ``spec`` (rodl's JSON format, checked in Rust); an inconsistent one is a
+    ``ValueError`` naming the constructor, not the JSON the user never wrote."""
+    try:
+        return Geometry.from_json(json.dumps(spec, allow_nan=False))
+    except ValueError as e:
+        msg = str(e)
+        for prefix in ("geometry JSON: ", "invalid configuration: ", "invalid geometry: "):
+            if msg.startswith(prefix):
+                msg = msg[len(prefix):]
+        raise ValueError(f"{who}: {msg}") from None
 
 
 def _offset(v, n: int):
@@ -70,7 +94,9 @@ def _offset(v, n: int):
 def Parallel2dGeometry(apart: PartitionLike, dpart: PartitionLike, det_offset: float = 0.0) -> Geometry:
     """2D parallel beam (ODL's ``Parallel2dGeometry`` with its default orientation): angles
     ``apart`` (radians), detector ``dpart``, the detector shifted by ``det_offset`` along u."""
+    _finite("Parallel2dGeometry", det_offset=det_offset)
     return _build(
+        "Parallel2dGeometry",
         {
             "kind": "parallel2d",
             "angles": _angles(apart),
@@ -89,7 +115,9 @@ def FanBeamGeometry(
 ) -> Geometry:
     """2D fan beam with a flat detector (ODL's ``FanBeamGeometry``): the source at
     ``src_radius`` from the rotation centre, the detector at ``det_radius`` opposite."""
+    _finite("FanBeamGeometry", src_radius=src_radius, det_radius=det_radius, det_offset=det_offset)
     return _build(
+        "FanBeamGeometry",
         {
             "kind": "fanflat",
             "angles": _angles(apart),
@@ -108,7 +136,9 @@ def Parallel3dAxisGeometry(
     det_offset: Sequence[float] = (0.0, 0.0),
 ) -> Geometry:
     """3D parallel beam rotating about ``axis`` (ODL's ``Parallel3dAxisGeometry``)."""
+    _finite("Parallel3dAxisGeometry", axis=axis, det_offset=det_offset)
     return _build(
+        "Parallel3dAxisGeometry",
         {
             "kind": "parallel3d",
             "angles": _angles(apart),
@@ -130,7 +160,10 @@ def ConeBeamGeometry(
 ) -> Geometry:
     """3D cone beam with a flat detector (ODL's ``ConeBeamGeometry``), circular or, with
     ``pitch`` (shift along ``axis`` per full turn), helical."""
+    _finite("ConeBeamGeometry", src_radius=src_radius, det_radius=det_radius, pitch=pitch, axis=axis,
+            det_offset=det_offset)
     return _build(
+        "ConeBeamGeometry",
         {
             "kind": "cone",
             "angles": _angles(apart),

@@ -16,6 +16,7 @@ Callback = Callable[[Array], Any]
 SolverInfo = Dict[str, Any]
 
 class CudaUnavailableError(RuntimeError): ...
+class GraphCaptureError(RuntimeError): ...
 
 class Space:
     @property

@@ -19,6 +19,8 @@ stream — its kernels, copies and temporaries are queued there, in that stream'
 This module imports ``torch``; ``import rodl`` alone does not.
 """
 
+import itertools
+import secrets
 import threading
 import weakref
 from typing import Dict, Union
@@ -30,27 +32,43 @@ from ._rodl import Factory, Operator
 
 __all__ = ["OperatorModule", "apply", "operator_handle"]
 
-_lock = threading.Lock()
+# Handles. ``torch.compile`` bakes an operator's handle into its graph as a constant, and torch's
+# on-disk caches (FX graph, AOTAutograd) give that graph to later processes whose graph has the
+# same text. So a handle must never name one operator in one process and another operator (or
+# none) in a process that can load the graph: handles are even numbers above a random base drawn
+# once per process (2^-40 chance that two processes share one), so a graph traced in one process
+# is never the graph of another, and the caches cannot hand it over. The transpose of handle ``h``
+# is ``h ^ 1``, built on first use from the operator behind ``h`` (a backward graph names it as
+# a constant too). Registering takes no lock, so that ``torch.compile(fullgraph=True)`` traces
+# through ``apply`` (dict updates and ``next`` on a counter are atomic under the GIL).
+_BASE = (1 << 61) | (secrets.randbits(40) << 20)
+_counter = itertools.count(1)
 _operators: Dict[int, Operator] = {}
-_adjoints: Dict[int, int] = {}
 _by_identity: Dict[int, int] = {}
 # Modules by key, for the constant-result lookup that torch.compile traces (weak: a module
-# that is gone needs no lookup).
+# that is gone needs no lookup; keys are never reused).
 _modules = weakref.WeakValueDictionary()
+_module_keys = itertools.count(1)
 
 
 def operator_handle(op: Operator) -> int:
-    """The integer handle under which ``torch.ops.rodl.apply`` finds ``op`` (registered once;
-    the operator stays alive for the life of the process)."""
+    """The integer handle under which ``torch.ops.rodl.apply`` finds ``op`` in this process
+    (registered once; the operator stays alive for the life of the process). Handles are unique
+    to their process: a compiled graph that torch's caches carry to another process never
+    matches that process's graphs."""
+    return _handle_of(op)
+
+
+@torch._dynamo.assume_constant_result
+def _handle_of(op: Operator) -> int:
     key = id(op)
-    with _lock:
-        h = _by_identity.get(key)
-        if h is not None and _operators[h] is op:
-            return h
-        h = len(_operators) + 1
-        _operators[h] = op
-        _by_identity[key] = h
+    h = _by_identity.get(key)
+    if h is not None and _operators.get(h) is op:
         return h
+    h = _BASE + (next(_counter) << 1)
+    _operators[h] = op
+    _by_identity[key] = h
+    return h
 
 
 def _transpose_handle(h: int) -> int:
@@ -58,18 +76,25 @@ def _transpose_handle(h: int) -> int:
     is what autograd needs: ``(w_domain / w_range) · op.adjoint`` for rodl's weighted spaces
     (ODL's ``OperatorModule`` scales its adjoint the same way). The transpose of the transpose
     is the operator itself."""
-    with _lock:
-        t = _adjoints.get(h)
-    if t is not None:
-        return t
-    op = _operators[h]
-    ratio = op.domain.weighting / op.range.weighting
-    adj = op.adjoint
-    t = operator_handle(adj if ratio == 1.0 else ratio * adj)
-    with _lock:
-        _adjoints[h] = t
-        _adjoints[t] = h
-    return t
+    return h ^ 1
+
+
+def _resolve(h: int) -> Operator:
+    """The operator of handle ``h`` (a transpose is built on first use)."""
+    op = _operators.get(h)
+    if op is not None:
+        return op
+    base = _operators.get(h ^ 1) if h & 1 else None
+    if base is None:
+        raise RuntimeError(
+            f"rodl.torch: no operator has the handle {h} in this process. A graph compiled in "
+            "another process (torch's FX-graph or AOTAutograd cache) names an operator of that "
+            "process; rodl's handles are unique to their process, so such a graph should not "
+            "load here: clear the cache (TORCHINDUCTOR_CACHE_DIR) and report this"
+        )
+    ratio = base.domain.weighting / base.range.weighting
+    adj = base.adjoint
+    return _operators.setdefault(h, adj if ratio == 1.0 else ratio * adj)
 
 
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
@@ -119,12 +144,12 @@ def _eager(op: Operator, x: torch.Tensor) -> torch.Tensor:
 
 @torch.library.custom_op("rodl::apply", mutates_args=())
 def _apply(x: torch.Tensor, handle: int) -> torch.Tensor:
-    return _eager(_operators[handle], x)
+    return _eager(_resolve(handle), x)
 
 
 @_apply.register_fake
 def _apply_fake(x: torch.Tensor, handle: int) -> torch.Tensor:
-    return x.new_empty(_check(_operators[handle], x))
+    return x.new_empty(_check(_resolve(handle), x))
 
 
 def _setup_context(ctx, inputs, output):
@@ -179,9 +204,8 @@ class OperatorModule(torch.nn.Module):
                 f"OperatorModule needs a rodl.Factory or rodl.Operator, got {type(operator).__name__}"
             )
         self._cache = _Cache()
-        with _lock:
-            self._key = len(_modules) + 1
-            _modules[self._key] = self
+        self._key = next(_module_keys)
+        _modules[self._key] = self
 
     @classmethod
     def from_op_factory(cls, factory: Factory) -> "OperatorModule":
@@ -190,7 +214,7 @@ class OperatorModule(torch.nn.Module):
 
     def operator_for(self, device: Union[str, torch.device]) -> Operator:
         """The operator for ``device`` (built on first use when the module has a factory)."""
-        return _operators[self._handle(torch.device(device))]
+        return _resolve(self._handle(torch.device(device)))
 
     def build_counts(self) -> Dict[str, int]:
         """How often each device's operator was built (1 per device once used)."""

@@ -43,11 +43,32 @@ pub fn array_shape<T: Scalar>(space: &Space<T>) -> PyResult<Vec<usize>> {
     Ok(shape)
 }
 
-/// Reads an array-like as a NumPy array of `T` (casting other real dtypes).
+/// NumPy's kind letter of an array-like's dtype (`'f'`, `'c'`, …): the array's own, or that of
+/// `numpy.asarray(obj)` for other array-likes (lists, tuples, scalars).
+fn dtype_kind(obj: &Bound<'_, PyAny>) -> PyResult<String> {
+    let dtype = match obj.getattr("dtype") {
+        Ok(d) => d,
+        Err(_) => obj
+            .py()
+            .import("numpy")?
+            .call_method1("asarray", (obj,))?
+            .getattr("dtype")?,
+    };
+    dtype.getattr("kind")?.extract()
+}
+
+/// Reads an array-like as a NumPy array of `T` (casting other real dtypes). A complex array is
+/// a `TypeError`: rodl's operators are real, and casting would drop the imaginary part.
 pub fn read<'py, T: Real>(
     obj: &Bound<'py, PyAny>,
     what: &str,
 ) -> PyResult<PyArrayLikeDyn<'py, T, AllowTypeChange>> {
+    if dtype_kind(obj).ok().as_deref() == Some("c") {
+        return Err(crate::errors::type_error(format!(
+            "{what}: a complex array, but rodl's operators are real: apply the operator to the \
+             real and imaginary parts (x.real, x.imag) and combine the results, as ODL does"
+        )));
+    }
     obj.extract::<PyArrayLikeDyn<'py, T, AllowTypeChange>>()
         .map_err(|e| {
             value_error(format!(

@@ -18,10 +18,11 @@ use crate::scalar::each;
 fn check_adjoint<'py>(
     py: Python<'py>,
     op: &PyOperator,
-    trials: usize,
+    trials: i64,
     seed: u64,
     opnorm: Option<f64>,
 ) -> PyResult<Bound<'py, PyDict>> {
+    let trials = crate::count::count("trials", trials)?;
     let r = each!(&op.inner, a => py.detach(|| rodl::diagnostics::check_adjoint_with(a.as_ref(), trials, seed, opnorm)).py()?);
     let d = PyDict::new(py);
     d.set_item("max_rel_error", r.max_rel_error)?;

@@ -13,12 +13,21 @@ create_exception!(
     "A GPU was asked for but none can be used (no driver, no device, or a build without CUDA)."
 );
 
+create_exception!(
+    rodl,
+    GraphCaptureError,
+    PyRuntimeError,
+    "A CUDA graph capture in global mode on another thread forbade a call rodl needs; capture \
+     with capture_error_mode=\"thread_local\" (or \"relaxed\") to run rodl beside it."
+);
+
 /// Registers the package's own exception types.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add(
         "CudaUnavailableError",
         m.py().get_type::<CudaUnavailableError>(),
     )?;
+    m.add("GraphCaptureError", m.py().get_type::<GraphCaptureError>())?;
     Ok(())
 }
 
@@ -26,7 +35,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 /// shapes and spaces, `TypeError` for a non-linear operator where a linear one is needed,
 /// `NotImplementedError` for what rodl does not support, `OSError` for files, `MemoryError`
 /// for sizes that cannot be allocated, `CudaUnavailableError` (a `RuntimeError`) when no GPU
-/// can be used and `RuntimeError` for the rest.
+/// can be used, `GraphCaptureError` (a `RuntimeError`) when another thread's global-mode CUDA
+/// graph capture forbade a call, and `RuntimeError` for the rest.
 pub fn to_py(e: rodl::Error) -> PyErr {
     use rodl::Error as E;
     let msg = e.to_string();
@@ -40,6 +50,7 @@ pub fn to_py(e: rodl::Error) -> PyErr {
         E::NotLinear(_) => PyTypeError::new_err(msg),
         E::Unsupported(_) => PyNotImplementedError::new_err(msg),
         E::CudaUnavailable(_) => CudaUnavailableError::new_err(msg),
+        E::GraphCapture(_) => GraphCaptureError::new_err(msg),
         E::Io { .. } => PyOSError::new_err(msg),
         E::OutOfMemory { .. } => PyMemoryError::new_err(msg),
         _ => PyRuntimeError::new_err(msg),

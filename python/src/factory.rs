@@ -94,9 +94,11 @@ impl PyFactory {
     fn ray_transform(
         space: &PySpace,
         geometry: &PyGeometry,
-        threads: Option<usize>,
+        threads: Option<i64>,
     ) -> PyResult<Self> {
-        let cpu = CpuOptions { threads };
+        let cpu = CpuOptions {
+            threads: crate::count::opt_count("threads", threads)?,
+        };
         let g = geometry.inner.clone();
         Ok(each!(&space.inner, s => wrap(RayTransform::<S>::factory(s.desc(), g, cpu).py()?)))
     }
@@ -112,10 +114,12 @@ impl PyFactory {
         frequency_scaling: f64,
         padding: bool,
         parker: Option<f64>,
-        threads: Option<usize>,
+        threads: Option<i64>,
     ) -> PyResult<Self> {
         let opts = crate::tomo::options(filter_type, frequency_scaling, padding, parker)?;
-        let cpu = CpuOptions { threads };
+        let cpu = CpuOptions {
+            threads: crate::count::opt_count("threads", threads)?,
+        };
         Ok(each!(&space.inner, s => wrap(fbp_factory(s, &geometry.inner, opts, cpu).py()?)))
     }
 

@@ -62,20 +62,30 @@ impl PyGeometry {
     #[pyo3(signature = (beam, det_shape, vectors, partition=None))]
     fn from_vectors(
         beam: &str,
-        det_shape: Vec<usize>,
+        det_shape: Vec<i64>,
         vectors: &Bound<'_, PyAny>,
         partition: Option<(Vec<f64>, Vec<f64>)>,
     ) -> PyResult<Self> {
-        let beam = match beam {
-            "parallel" => Beam::Parallel,
-            "point" | "cone" | "fan" => Beam::Point,
-            other => {
+        let det_shape = crate::count::counts("det_shape", &det_shape)?;
+        let ndim = det_shape.len() + 1;
+        // 'fan' names the 2D point-source beam and 'cone' the 3D one; either in the other
+        // dimension is a mistake, not a synonym.
+        let beam = match (beam, ndim) {
+            ("parallel", _) => Beam::Parallel,
+            ("point", _) | ("fan", 2) | ("cone", 3) => Beam::Point,
+            ("fan", _) | ("cone", _) => {
                 return Err(value_error(format!(
-                    "beam must be 'parallel' or 'point', got {other:?}"
+                    "beam {beam:?} does not fit det_shape {det_shape:?}: 'fan' is the 2D \
+                     point-source beam (one detector axis), 'cone' the 3D one (two axes); \
+                     'point' is either"
+                )))
+            }
+            (other, _) => {
+                return Err(value_error(format!(
+                    "beam must be 'parallel', 'point', 'fan' (2D) or 'cone' (3D), got {other:?}"
                 )))
             }
         };
-        let ndim = det_shape.len() + 1;
         if ndim != 2 && ndim != 3 {
             return Err(value_error(format!(
                 "det_shape must have 1 (2D) or 2 (3D) entries, got {}",
@@ -253,7 +263,8 @@ fn read_geometry_file(
 /// all of `space`, sampled as ODL samples it.
 #[pyfunction]
 #[pyo3(signature = (space, num_angles=None))]
-fn parallel_beam_geometry(space: &PySpace, num_angles: Option<usize>) -> PyResult<PyGeometry> {
+fn parallel_beam_geometry(space: &PySpace, num_angles: Option<i64>) -> PyResult<PyGeometry> {
+    let num_angles = crate::count::opt_count("num_angles", num_angles)?;
     let inner = crate::scalar::each!(&space.inner, s => rodl::tomo::parallel_beam_geometry(s, num_angles).py()?);
     Ok(PyGeometry { inner })
 }
@@ -266,8 +277,9 @@ fn cone_beam_geometry(
     space: &PySpace,
     src_radius: f64,
     det_radius: f64,
-    num_angles: Option<usize>,
+    num_angles: Option<i64>,
 ) -> PyResult<PyGeometry> {
+    let num_angles = crate::count::opt_count("num_angles", num_angles)?;
     let inner = crate::scalar::each!(&space.inner, s => rodl::tomo::cone_beam_geometry(s, src_radius, det_radius, num_angles).py()?);
     Ok(PyGeometry { inner })
 }

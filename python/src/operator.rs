@@ -345,9 +345,10 @@ impl PyOperator {
         &self,
         py: Python<'_>,
         estimate: bool,
-        iterations: Option<usize>,
+        iterations: Option<i64>,
         rtol: Option<f64>,
     ) -> PyResult<f64> {
+        let iterations = crate::count::opt_count("iterations", iterations)?;
         if !estimate {
             return Err(value_error(
                 "the exact norm is not known in general: call norm(estimate=True)",

@@ -90,6 +90,7 @@ fn info_dict<'py>(py: Python<'py>, info: &SolverInfo) -> PyResult<Bound<'py, PyD
 }
 
 /// Runs `solve` on the iterate `x` with the callback set-up, then writes the iterate back.
+#[allow(clippy::too_many_arguments)]
 fn run<'py, T: Real>(
     py: Python<'py>,
     op: &LinOp<T>,
@@ -97,10 +98,15 @@ fn run<'py, T: Real>(
     niter: usize,
     callback: Option<Py<PyAny>>,
     progress: bool,
+    em_data: Option<&Element<T>>,
     solve: impl FnOnce(&mut Element<T>, &mut dyn Callback<T>) -> rodl::Result<SolverInfo> + Send,
 ) -> PyResult<Bound<'py, PyDict>> {
     let arr = iterate(x, op)?;
     let mut xe = element(op.domain(), arr.as_any(), "x")?;
+    check_values(&xe, "x", "finite", |v| v.is_finite())?;
+    if let Some(data) = em_data {
+        check_em(&xe, data)?;
+    }
     let mut cb = PyCallback {
         callback: callback.as_ref(),
         progress: progress.then(|| ProgressBar::with_log_fallback(niter, (niter / 10).max(1))),
@@ -128,9 +134,57 @@ fn run<'py, T: Real>(
     info_dict(py, &result.py()?)
 }
 
-/// The element of `op`'s range holding `data`.
+/// The element of `op`'s range holding `data`, which must be finite (a NaN or an infinity
+/// would make every iterate NaN).
 fn data_of<T: Real>(op: &LinOp<T>, data: &Bound<'_, PyAny>, what: &str) -> PyResult<Element<T>> {
-    element(op.range(), data, what)
+    let e = element(op.range(), data, what)?;
+    check_values(&e, what, "finite", |v| v.is_finite())?;
+    Ok(e)
+}
+
+/// A `ValueError` naming `what` unless every entry of `e` satisfies `ok` (described as `need`).
+fn check_values<T: Real>(
+    e: &Element<T>,
+    what: &str,
+    need: &str,
+    ok: impl Fn(f64) -> bool,
+) -> PyResult<()> {
+    let parts = if e.is_product() {
+        e.parts().py()?.iter().collect::<Vec<_>>()
+    } else {
+        vec![e]
+    };
+    for p in parts {
+        if p.is_product() {
+            continue;
+        }
+        let host = p.to_host().py()?;
+        let vals = host.as_slice().py()?;
+        let bad = vals.iter().filter(|v| !ok(v.f64())).count();
+        if bad > 0 {
+            let first = vals
+                .iter()
+                .map(|v| v.f64())
+                .find(|v| !ok(*v))
+                .unwrap_or(f64::NAN);
+            return Err(value_error(format!(
+                "{what} must be {need}: {bad} of its {} entries are not (e.g. {first})",
+                vals.len()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// MLEM and OSEM need non-negative (Poisson) data and a positive start: a zero entry of the
+/// start stays zero, a negative datum has no likelihood.
+fn check_em<T: Real>(x: &Element<T>, data: &Element<T>) -> PyResult<()> {
+    check_values(data, "data", "non-negative (counts) for MLEM/OSEM", |v| {
+        v >= 0.0
+    })?;
+    check_values(x, "x", "positive everywhere as the MLEM/OSEM start", |v| {
+        v > 0.0 && v.is_finite()
+    })
 }
 
 /// Keyword arguments shared by the solvers.
@@ -149,7 +203,7 @@ fn cgls_t<'py, T: Real>(
 ) -> PyResult<Bound<'py, PyDict>> {
     let b = data_of(a, rhs, "rhs")?;
     let n = c.niter;
-    run(py, a, x, n, c.callback, c.progress, |xe, cb| {
+    run(py, a, x, n, c.callback, c.progress, None, |xe, cb| {
         it::cgls(a.as_ref(), xe, &b, n, cb)
     })
 }
@@ -165,7 +219,7 @@ fn landweber_t<'py, T: Real>(
     let b = data_of(a, rhs, "rhs")?;
     let n = c.niter;
     let opts = it::LandweberOptions { omega };
-    run(py, a, x, n, c.callback, c.progress, |xe, cb| {
+    run(py, a, x, n, c.callback, c.progress, None, |xe, cb| {
         it::landweber(a.as_ref(), xe, &b, n, &opts, cb)
     })
 }
@@ -185,7 +239,7 @@ fn sirt_t<'py, T: Real>(
         relaxation,
         nonnegative,
     };
-    run(py, a, x, n, c.callback, c.progress, |xe, cb| {
+    run(py, a, x, n, c.callback, c.progress, None, |xe, cb| {
         it::sirt(a.as_ref(), xe, &b, n, &opts, cb)
     })
 }
@@ -199,7 +253,7 @@ fn mlem_t<'py, T: Real>(
 ) -> PyResult<Bound<'py, PyDict>> {
     let b = data_of(a, data, "data")?;
     let n = c.niter;
-    run(py, a, x, n, c.callback, c.progress, |xe, cb| {
+    run(py, a, x, n, c.callback, c.progress, Some(&b), |xe, cb| {
         it::mlem(a.as_ref(), xe, &b, n, cb)
     })
 }
@@ -221,7 +275,7 @@ fn osem_t<'py, T: Real>(
         .py()?;
     let blocks = subsets.split_data(&b).py()?;
     let n = c.niter;
-    run(py, a, x, n, c.callback, c.progress, |xe, cb| {
+    run(py, a, x, n, c.callback, c.progress, Some(&b), |xe, cb| {
         it::osem(subsets.operators(), xe, &blocks, n, cb)
     })
 }
@@ -238,13 +292,23 @@ fn tv_t<'py, T: Real>(
     let b = data_of(a, data, "data")?;
     let problem = py.detach(|| TvProblem::new(a.clone(), &b, lam)).py()?;
     let n = c.niter;
-    run(py, a, x, n, c.callback, c.progress, |xe, cb| match &pdhg {
-        Some(o) => rodl::solvers::tv::pdhg_tv(&problem, xe, n, o, cb),
-        None => rodl::solvers::tv::fista_tv(&problem, xe, n, cb),
-    })
+    run(
+        py,
+        a,
+        x,
+        n,
+        c.callback,
+        c.progress,
+        None,
+        |xe, cb| match &pdhg {
+            Some(o) => rodl::solvers::tv::pdhg_tv(&problem, xe, n, o, cb),
+            None => rodl::solvers::tv::fista_tv(&problem, xe, n, cb),
+        },
+    )
 }
 
-fn common(niter: usize, callback: Option<Py<PyAny>>, progress: bool) -> PyResult<Common> {
+fn common(niter: i64, callback: Option<Py<PyAny>>, progress: bool) -> PyResult<Common> {
+    let niter = crate::count::count("niter", niter)?;
     if niter > 100_000_000 {
         return Err(value_error(format!(
             "niter {niter} is beyond any sensible count (at most 1e8)"
@@ -277,7 +341,7 @@ fn cgls<'py>(
     op: &PyOperator,
     x: &Bound<'py, PyAny>,
     rhs: &Bound<'py, PyAny>,
-    niter: usize,
+    niter: i64,
     callback: Option<Py<PyAny>>,
     progress: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
@@ -295,7 +359,7 @@ fn landweber<'py>(
     op: &PyOperator,
     x: &Bound<'py, PyAny>,
     rhs: &Bound<'py, PyAny>,
-    niter: usize,
+    niter: i64,
     omega: Option<f64>,
     callback: Option<Py<PyAny>>,
     progress: bool,
@@ -315,7 +379,7 @@ fn sirt<'py>(
     op: &PyOperator,
     x: &Bound<'py, PyAny>,
     rhs: &Bound<'py, PyAny>,
-    niter: usize,
+    niter: i64,
     relaxation: f64,
     nonnegative: bool,
     callback: Option<Py<PyAny>>,
@@ -334,7 +398,7 @@ fn mlem<'py>(
     op: &PyOperator,
     x: &Bound<'py, PyAny>,
     data: &Bound<'py, PyAny>,
-    niter: usize,
+    niter: i64,
     callback: Option<Py<PyAny>>,
     progress: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
@@ -353,8 +417,8 @@ fn osem<'py>(
     ray_trafo: &Bound<'py, PyAny>,
     x: &Bound<'py, PyAny>,
     data: &Bound<'py, PyAny>,
-    niter: usize,
-    subsets: usize,
+    niter: i64,
+    subsets: i64,
     callback: Option<Py<PyAny>>,
     progress: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
@@ -362,6 +426,7 @@ fn osem<'py>(
         .extract::<PyRef<'_, PyRayTransform>>()
         .map_err(|_| type_error("osem needs a rodl.RayTransform (its views are split)"))?;
     let c = common(niter, callback, progress)?;
+    let subsets = crate::count::count("subsets", subsets)?;
     let op: PyOperator = (**rt.as_super()).clone();
     match (&op.inner, &rt.ray) {
         (Any::F32(a), Any::F32(r)) => osem_t(py, a, r, &rt.backend, x, data, subsets, c),
@@ -385,7 +450,7 @@ fn pdhg_tv<'py>(
     x: &Bound<'py, PyAny>,
     data: &Bound<'py, PyAny>,
     lam: f64,
-    niter: usize,
+    niter: i64,
     step_ratio: Option<f64>,
     callback: Option<Py<PyAny>>,
     progress: bool,
@@ -409,7 +474,7 @@ fn fista_tv<'py>(
     x: &Bound<'py, PyAny>,
     data: &Bound<'py, PyAny>,
     lam: f64,
-    niter: usize,
+    niter: i64,
     callback: Option<Py<PyAny>>,
     progress: bool,
 ) -> PyResult<Bound<'py, PyDict>> {

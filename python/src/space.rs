@@ -201,9 +201,10 @@ impl PySpace {
 fn uniform_discr(
     min_pt: Vec<f64>,
     max_pt: Vec<f64>,
-    shape: Vec<usize>,
+    shape: Vec<i64>,
     dtype: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PySpace> {
+    let shape = crate::count::counts("shape", &shape)?;
     let dtype = match dtype {
         Some(d) => Dtype::parse(d)?,
         None => Dtype::F64,

@@ -82,9 +82,11 @@ impl PyRayTransform {
         space: &PySpace,
         geometry: &PyGeometry,
         backend: &str,
-        threads: Option<usize>,
-        device: Option<usize>,
+        threads: Option<i64>,
+        device: Option<i64>,
     ) -> PyResult<PyClassInitializer<Self>> {
+        let threads = crate::count::opt_count("threads", threads)?;
+        let device = crate::count::opt_count("device", device)?;
         let be = parse_backend(backend, threads, device)?;
         let g = geometry.inner.clone();
         let (inner, ray) = match &space.inner {

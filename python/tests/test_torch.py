@@ -137,6 +137,45 @@ def test_torch_compile_keeps_the_op_in_one_graph():
     assert x.grad is not None and x.grad.shape == x.shape
 
 
+def test_gradients_stay_right_with_the_compile_caches_across_processes(tmp_path):
+    """torch's on-disk FX-graph and AOTAutograd caches hand a graph compiled in one process to the
+    next: the gradient must be right in both processes (rodl's handles are unique to their
+    process, so a cached graph never names another process's operators)."""
+    import json
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    script = pathlib.Path(__file__).parent / "scripts" / "compiled_gradient.py"
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "cache"),
+               TORCHINDUCTOR_FX_GRAPH_CACHE="1", TORCHINDUCTOR_AUTOGRAD_CACHE="1")
+    for run in (1, 2):
+        p = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=600)
+        assert p.returncode == 0, f"run {run}: {p.stderr[-3000:]}"
+        err = json.loads(p.stdout.strip().splitlines()[-1])["max_rel_error"]
+        assert err < 1e-5, f"run {run}: the gradient is off by {err}"
+
+
+def test_apply_traces_with_fullgraph():
+    s = space("float32")
+    op = rodl.RayTransform(s, rodl.parallel_beam_geometry(s, 6))
+
+    def f(x):
+        return rt.apply(op, x) * 2
+
+    x = torch.randn(2, 12, 12, requires_grad=True)
+    y = torch.compile(f, fullgraph=True, backend="aot_eager")(x)
+    torch.testing.assert_close(y, 2 * rt.apply(op, x))
+    y.sum().backward()
+    assert x.grad is not None and x.grad.shape == x.shape
+
+
+def test_an_unknown_handle_is_a_clear_error():
+    with pytest.raises(RuntimeError, match="no operator has the handle"):
+        torch.ops.rodl.apply(torch.zeros(3), 4)
+
+
 def test_errors():
     s = space("float32")
     m = rt.OperatorModule.from_op_factory(rodl.Factory.ray_transform(s, rodl.parallel_beam_geometry(s, 6)))

@@ -118,6 +118,66 @@ def test_cuda_graph_capture_and_replay():
             torch.testing.assert_close(static_y, 2 * m(new))
 
 
+def _beside_a_capture(mode, work):
+    """Runs ``work()`` here while another thread captures a CUDA graph in ``mode``; returns what
+    it gave (or raised) and whether the capture made a graph that replays."""
+    import threading
+
+    begun, done = threading.Barrier(2), threading.Barrier(2)
+    made = []
+
+    def capture():
+        buf = torch.zeros(256, device="cuda")
+        torch.cuda.synchronize()
+        g = torch.cuda.CUDAGraph()
+        try:
+            with torch.cuda.graph(g, capture_error_mode=mode):
+                buf.mul_(2)
+                begun.wait()
+                done.wait()
+            g.replay()
+            torch.cuda.synchronize()
+            made.append(True)
+        except RuntimeError:
+            made.append(False)
+
+    t = threading.Thread(target=capture)
+    t.start()
+    begun.wait()
+    try:
+        r = work()
+    except Exception as e:  # returned for the test to check
+        r = e
+    done.wait()
+    t.join()
+    return r, made[0]
+
+
+def test_a_global_capture_on_another_thread_is_a_clear_error():
+    """While another thread captures in global mode (torch.cuda.graph's default), a rodl call that
+    must allocate fails at once with rodl.GraphCaptureError naming the remedy; the next call after
+    the capture works."""
+    s = rodl.uniform_discr([-1, -1], [1, 1], [32, 32], dtype="float32")
+    ray = rodl.RayTransform(s, rodl.parallel_beam_geometry(s, 20), backend="cuda:0")
+    x = rodl.shepp_logan(s)
+    want = ray(x)
+    r, _ = _beside_a_capture("global", lambda: ray(x))
+    assert isinstance(r, rodl.GraphCaptureError), r
+    assert "thread_local" in str(r) and "global mode" in str(r)
+    np.testing.assert_allclose(ray(x), want, rtol=1e-6)
+
+
+def test_a_thread_local_capture_on_another_thread_leaves_rodl_running():
+    s = rodl.uniform_discr([-1, -1], [1, 1], [32, 32], dtype="float32")
+    cpu = rodl.RayTransform(s, rodl.parallel_beam_geometry(s, 20))
+    ray = rodl.RayTransform(s, rodl.parallel_beam_geometry(s, 20), backend="cuda:0")
+    x = rodl.shepp_logan(s)
+    r, made = _beside_a_capture("thread_local", lambda: ray(x))
+    assert not isinstance(r, Exception), r
+    assert np.linalg.norm(r - cpu(x)) <= 1e-5 * np.linalg.norm(cpu(x))
+    assert made, "the thread-local capture was invalidated"
+
+
 def test_module_moved_between_devices_and_same_gpu_twice():
     s, f = setup()
     m = rt.OperatorModule.from_op_factory(f)

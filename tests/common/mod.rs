@@ -427,3 +427,21 @@ pub fn geometry_cases<T: Scalar>(
         ),
     ]
 }
+
+/// The lock of the tests of one test binary that need the GPU to themselves.
+static GPU_LOCK: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+/// Taken by a GPU test that reads or changes state of the whole device or process while it
+/// runs — the device's free memory, a graph capture in global mode (which forbids other
+/// threads' allocations) — so that no other test of its binary runs beside it. Every other GPU
+/// test of such a binary takes [`gpu_shared`]; test binaries run one after another, so other
+/// binaries need nothing. A test that failed while holding it does not block the rest.
+pub fn gpu_alone() -> std::sync::RwLockWriteGuard<'static, ()> {
+    GPU_LOCK.write().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Taken by the GPU tests of a binary that also has [`gpu_alone`] tests: these run in
+/// parallel with each other, never beside a [`gpu_alone`] one.
+pub fn gpu_shared() -> std::sync::RwLockReadGuard<'static, ()> {
+    GPU_LOCK.read().unwrap_or_else(|e| e.into_inner())
+}

@@ -445,7 +445,20 @@ impl DeviceCtx {
     /// by [`Self::run_on_stream`] while it runs (outside [`lasting`](super::lasting) scopes),
     /// otherwise rodl's own stream.
     pub(crate) fn stream(&self) -> Arc<CudaStream> {
+        self.forget_capture_residue();
         borrowed::current(self.id).unwrap_or_else(|| Arc::clone(&self.stream))
+    }
+
+    /// cudarc keeps the error of a free or wait that a buffer's drop made and returns it from
+    /// the context's next call. Frees refused during another thread's global-mode graph capture
+    /// (the call that met the capture has already returned [`Error::GraphCapture`]) must not
+    /// fail the next call after the capture: those are dropped here, other errors kept.
+    fn forget_capture_residue(&self) {
+        if let Err(e) = self.ctx.check_err() {
+            if !super::driver_error::is_capture_error(e.0) {
+                self.ctx.record_err::<()>(Err(e));
+            }
+        }
     }
 
     /// rodl's own stream of this device (for what outlives a call on a lent stream).
