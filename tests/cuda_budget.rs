@@ -330,3 +330,24 @@ fn a_device_volume_with_data_beyond_the_budget_gets_a_host_range() {
         assert!(adj <= 1e-5, "{case}: adjoint identity {adj}");
     }
 }
+
+/// A factory carries the CUDA options for every GPU it builds for: a replica built with a
+/// budget below its data gets a host range (as `RayTransform::new` with that budget does),
+/// and one built with the default options keeps its data on the device.
+#[test]
+fn a_factory_applies_its_cuda_budget_to_each_replica() {
+    use rodl::factory::SpaceDescExt;
+    use rodl::tomo::{BackendOptions, CpuOptions};
+    let _gpu = common::gpu_shared();
+    let s = common::odl_case("par2d_64");
+    let host = s.volume.space::<f32>().unwrap();
+    let g = s.geometry.build().unwrap();
+    let (_, data) = sizes(&host, &g);
+    let tight = BackendOptions::from(CpuOptions::default()).with_cuda_memory_budget(data / 3);
+    let f = RayTransform::<f32>::factory(host.desc(), g.clone(), tight).unwrap();
+    let replica = f.build(GPU).unwrap();
+    assert_eq!(replica.domain().device(), GPU);
+    assert_eq!(replica.range().device(), Device::Cpu);
+    let f = RayTransform::<f32>::factory(host.desc(), g, CpuOptions::default()).unwrap();
+    assert_eq!(f.build(GPU).unwrap().range().device(), GPU);
+}

@@ -140,22 +140,117 @@ impl Backend {
 }
 
 impl Backend {
-    /// The backend that computes on `device`: [`Backend::Cpu`] with the options `cpu` for
-    /// [`Device::Cpu`](crate::Device::Cpu), [`Backend::cuda`]`(id)` for
-    /// [`Device::Cuda`](crate::Device::Cuda)`(id)` — how a factory of a ray transform picks its
-    /// backend ([`RayTransform::factory`](crate::tomo::RayTransform::factory)).
+    /// The backend that computes on `device` with the options for its kind: [`Backend::Cpu`]
+    /// with the CPU options for [`Device::Cpu`](crate::Device::Cpu), [`Backend::Cuda`] on GPU
+    /// `id` with the CUDA options for [`Device::Cuda`](crate::Device::Cuda)`(id)` — how a
+    /// factory of a ray transform picks its backend
+    /// ([`RayTransform::factory`](crate::tomo::RayTransform::factory)). `options` is a
+    /// [`BackendOptions`], or [`CpuOptions`] alone (the CUDA options then are the defaults).
     ///
     /// ```
-    /// use rodl::tomo::{Backend, CpuOptions};
+    /// use rodl::tomo::{Backend, BackendOptions, CpuOptions};
     /// use rodl::Device;
     /// let one = CpuOptions { threads: Some(1) };
     /// assert_eq!(Backend::for_device(Device::Cpu, &one), Backend::cpu_threads(1));
     /// assert_eq!(Backend::for_device(Device::Cuda(1), &one), Backend::cuda(1));
+    /// let both = BackendOptions::from(one).with_cuda_memory_budget(1 << 30);
+    /// assert_eq!(Backend::for_device(Device::Cuda(1), &both), Backend::cuda_with_budget(1, 1 << 30));
+    /// assert_eq!(Backend::for_device(Device::Cpu, &both), Backend::cpu_threads(1));
     /// ```
-    pub fn for_device(device: crate::Device, cpu: &CpuOptions) -> Self {
+    pub fn for_device(device: crate::Device, options: impl Into<BackendOptions>) -> Self {
+        let o = options.into();
         match device {
-            crate::Device::Cpu => Backend::Cpu(cpu.clone()),
-            crate::Device::Cuda(id) => Backend::cuda(id),
+            crate::Device::Cpu => Backend::Cpu(o.cpu),
+            crate::Device::Cuda(id) => Backend::Cuda(CudaOptions {
+                device: id,
+                memory_budget: o.cuda.memory_budget,
+            }),
+        }
+    }
+}
+
+/// The options of the CUDA backend that do not name a device: what a factory applies to
+/// whichever GPU it builds for (the ordinal comes from the device).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CudaKindOptions {
+    /// As [`CudaOptions::memory_budget`]: device memory, in bytes, a transform's transfers and
+    /// scratch may take on each GPU (`None`: that GPU's free memory at construction less a
+    /// margin).
+    pub memory_budget: Option<u64>,
+}
+
+/// Options for each backend kind, carried by a factory and applied to the kind of device it
+/// builds for ([`Backend::for_device`]): the CPU options on the CPU, the CUDA options on any
+/// GPU. The design card's "per-backend options at construction" for operators built through
+/// factories (replicas on several GPUs, `rodl.torch` modules).
+///
+/// ```
+/// use rodl::factory::{LinFactory, SpaceDescExt};
+/// use rodl::tomo::{parallel_beam_geometry, BackendOptions, CpuOptions, RayTransform};
+/// use rodl::uniform_discr;
+/// let space = uniform_discr::<f32>(&[-1.0, -1.0], &[1.0, 1.0], &[32, 32])?;
+/// let geometry = parallel_beam_geometry(&space, Some(24))?;
+/// // Two CPU threads on the CPU; at most 1 GiB on each GPU it is built for.
+/// let options = BackendOptions::from(CpuOptions { threads: Some(2) })
+///     .with_cuda_memory_budget(1 << 30);
+/// let f: LinFactory<f32> = RayTransform::factory(space.desc(), geometry, options)?;
+/// # Ok::<(), rodl::Error>(())
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BackendOptions {
+    /// Used when built for [`Device::Cpu`](crate::Device::Cpu).
+    pub cpu: CpuOptions,
+    /// Used when built for any [`Device::Cuda`](crate::Device::Cuda).
+    pub cuda: CudaKindOptions,
+}
+
+impl BackendOptions {
+    /// The same options with a CUDA memory budget of `bytes` per GPU.
+    pub fn with_cuda_memory_budget(mut self, bytes: u64) -> Self {
+        self.cuda.memory_budget = Some(bytes);
+        self
+    }
+
+    /// The same options with `threads` CPU worker threads.
+    pub fn with_cpu_threads(mut self, threads: usize) -> Self {
+        self.cpu.threads = Some(threads);
+        self
+    }
+}
+
+impl From<CpuOptions> for BackendOptions {
+    fn from(cpu: CpuOptions) -> Self {
+        BackendOptions {
+            cpu,
+            cuda: CudaKindOptions::default(),
+        }
+    }
+}
+
+impl From<&CpuOptions> for BackendOptions {
+    fn from(cpu: &CpuOptions) -> Self {
+        cpu.clone().into()
+    }
+}
+
+impl From<&BackendOptions> for BackendOptions {
+    fn from(o: &BackendOptions) -> Self {
+        o.clone()
+    }
+}
+
+/// The options of a backend for its own kind (the other kind's are the defaults): a factory
+/// built from one configured backend keeps its options on every device of that kind.
+impl From<&Backend> for BackendOptions {
+    fn from(b: &Backend) -> Self {
+        match b {
+            Backend::Cpu(cpu) => cpu.clone().into(),
+            Backend::Cuda(c) => BackendOptions {
+                cpu: CpuOptions::default(),
+                cuda: CudaKindOptions {
+                    memory_budget: c.memory_budget,
+                },
+            },
         }
     }
 }

@@ -24,7 +24,7 @@ mod ray_factory;
 mod ray_transform;
 pub mod split;
 
-pub use backend::{Backend, CpuOptions, CudaOptions, PieceLayout};
+pub use backend::{Backend, BackendOptions, CpuOptions, CudaKindOptions, CudaOptions, PieceLayout};
 pub use fbp::{
     fbp_filter_op, fbp_op, fbp_op_views, fbp_op_with, FbpFilter, FbpOptions, FilterType,
     GpuFilterMethod,

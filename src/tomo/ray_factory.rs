@@ -1,9 +1,9 @@
-//! The factory of the ray transform: the volume's description, the geometry and the CPU
-//! options, built on any device.
+//! The factory of the ray transform: the volume's description, the geometry and the options
+//! of each backend kind, built on any device.
 
 use std::sync::Arc;
 
-use super::{Backend, CpuOptions, Geometry, RayTransform};
+use super::{Backend, BackendOptions, Geometry, RayTransform};
 use crate::factory::{Factory, LinFactory, SpaceDesc};
 use crate::{Error, LinOp, Result, Scalar};
 
@@ -30,10 +30,12 @@ pub(crate) fn check_volume(volume: &SpaceDesc, geometry: &Geometry) -> Result<()
 impl<T: Scalar> RayTransform<T> {
     /// The factory of the ray transform on the discretised `volume` for `geometry`: built for a
     /// device, it is [`RayTransform::new`] on the volume space on that device with
-    /// [`Backend::for_device`] — the CPU backend with the options `cpu` for
-    /// [`Device::Cpu`](crate::Device::Cpu), [`Backend::cuda`]`(id)` for
-    /// [`Device::Cuda`](crate::Device::Cuda)`(id)` (a GPU-resident transform whose domain and
-    /// range live on the GPU). The range is the geometry's data space.
+    /// [`Backend::for_device`] — the CPU backend with `options`' CPU options for
+    /// [`Device::Cpu`](crate::Device::Cpu), the CUDA backend on GPU `id` with `options`' CUDA
+    /// options (the memory budget) for [`Device::Cuda`](crate::Device::Cuda)`(id)` (a
+    /// GPU-resident transform whose domain and range live on the GPU). `options` is a
+    /// [`BackendOptions`] or, for the CPU's alone, a [`CpuOptions`](super::CpuOptions). The
+    /// range is the geometry's data space.
     ///
     /// Errors unless `volume` is a discretised space of the geometry's dimension.
     ///
@@ -52,9 +54,10 @@ impl<T: Scalar> RayTransform<T> {
     pub fn factory(
         volume: SpaceDesc,
         geometry: Geometry,
-        cpu: CpuOptions,
+        options: impl Into<BackendOptions>,
     ) -> Result<LinFactory<T>> {
         check_volume(&volume, &geometry)?;
+        let options = options.into();
         let range = SpaceDesc::Discr(geometry.data_partition().clone());
         let desc = format!(
             "RayTransform on {volume} with {} views, data shape {:?}",
@@ -66,7 +69,7 @@ impl<T: Scalar> RayTransform<T> {
             let op: LinOp<T> = Arc::new(RayTransform::new(
                 vol.build(d)?,
                 geometry.clone(),
-                Backend::for_device(d, &cpu),
+                Backend::for_device(d, &options),
             )?);
             Ok(op)
         }))
