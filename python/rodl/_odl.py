@@ -4,9 +4,11 @@ A geometry is converted exactly, whatever its parameters: rodl samples ODL's own
 every view (``src_position``, ``det_point_position``, ``det_to_src``) at the angles of its motion
 grid, which carries over shifts (``det_shift_func``, ``src_shift_func``), translations,
 ``offset_along_axis``, pitch, tilted axes and initial orientations as ODL computes them. The data
-space keeps ODL's partition, so its weighting and the adjoint are ODL's. What rodl cannot
-represent raises ``NotImplementedError`` naming it: curved detectors, non-uniform or
-non-midpoint partitions, more than one motion parameter (Euler angles).
+space keeps ODL's partition, so its weighting and the adjoint are ODL's. Angles may be spaced
+in any way (``nonuniform_partition``, random angles, subsets such as ``geometry[i::20]``, nodes
+on the boundary); FBP refuses angles that are not uniformly spaced with a clear error. What
+rodl cannot represent raises ``NotImplementedError`` naming it: curved detectors, non-uniform or
+non-midpoint detector partitions, more than one motion parameter (Euler angles).
 """
 
 import numpy as np
@@ -43,7 +45,10 @@ def _space(space, dtype=None) -> Space:
     name = _odl_name(space)
     if not hasattr(space, "partition") or not hasattr(space, "cell_volume"):
         raise NotImplementedError(f"from_odl: {name} is not a DiscretizedSpace")
-    if getattr(space, "is_complex", False) or np.dtype(space.dtype).kind != "f":
+    # ODL's dtype_identifier names the dtype for every array backend (NumPy's dtype, or
+    # torch.float32 for ODL's 'pytorch' spaces, which NumPy cannot read).
+    ident = str(getattr(space, "dtype_identifier", "") or np.dtype(space.dtype).name)
+    if getattr(space, "is_complex", False) or ident not in ("float32", "float64"):
         raise NotImplementedError(
             f"from_odl: only real float32/float64 spaces are supported, got dtype {space.dtype}"
         )
@@ -58,7 +63,7 @@ def _space(space, dtype=None) -> Space:
     exponent = getattr(weighting, "exponent", 2.0)
     if exponent != 2.0:
         raise NotImplementedError(f"from_odl: only L2 spaces are supported, got exponent {exponent}")
-    return uniform_discr(list(lo), list(hi), list(shape), dtype=dtype or np.dtype(space.dtype).name)
+    return uniform_discr(list(lo), list(hi), list(shape), dtype=dtype or ident)
 
 
 def _geometry(geometry) -> Geometry:
@@ -82,7 +87,13 @@ def _geometry(geometry) -> Geometry:
         raise NotImplementedError(
             f"from_odl: {name} has a {detector}; rodl supports flat detectors"
         )
-    alo, ahi, ashape = _uniform_midpoints(geometry.motion_partition, "from_odl: the angles")
+    # The angles may be any 1D partition (non-uniform, random, a subset such as geometry[i::20],
+    # nodes on the boundary): every view is given by its vectors at its own angle, and the data
+    # space spans the partition's cells [min_pt, max_pt] in as many cells as there are views,
+    # which is ODL's constant weighting of such a data space (its extent over the count).
+    mpart = geometry.motion_partition
+    alo = np.asarray(mpart.min_pt, dtype=float).reshape(-1)
+    ahi = np.asarray(mpart.max_pt, dtype=float).reshape(-1)
     dlo, dhi, dshape = _uniform_midpoints(geometry.det_partition, "from_odl: the detector")
     ndim = int(geometry.ndim)
     angles = np.asarray(geometry.motion_grid.coord_vectors[0], dtype=float)
