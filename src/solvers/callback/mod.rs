@@ -77,8 +77,9 @@ impl Control {
 /// Called by every solver after each iteration with the current iterate.
 ///
 /// `()` is the callback that does nothing; closures
-/// `FnMut(&Element<T>, &IterationInfo) -> Result<Control>` are callbacks (annotate the
-/// argument types when passing a closure as `&mut dyn Callback<T>`):
+/// `FnMut(&Element<T>, &IterationInfo) -> Result<Control>` are callbacks: wrap one in
+/// [`from_fn`] (`&mut from_fn(|x, info| …)`) so that its argument types need no annotation, or
+/// annotate them when passing a closure as `&mut dyn Callback<T>`:
 ///
 /// ```
 /// use rodl::solvers::callback::{Callback, Control, IterationInfo};
@@ -120,6 +121,35 @@ pub trait Callback<T: Scalar> {
     {
         ByRef::new(self)
     }
+}
+
+/// A closure as a [`Callback`], with its argument types taken from here: write
+/// `&mut from_fn(|x, info| …)` where a bare closure would need `|x: &Element<T>, info:
+/// &IterationInfo| -> Result<Control>` (without them rustc reports "implementation of `FnOnce`
+/// is not general enough", because a closure's signature is only made general over the
+/// arguments' lifetimes where a bound like this one states it).
+///
+/// ```
+/// use rodl::solvers::callback::{from_fn, Control};
+/// use rodl::solvers::iterative::cgls;
+/// use rodl::{rn, IdentityOperator};
+/// let space = rn::<f64>(&[3])?;
+/// let op = IdentityOperator::new(space.clone());
+/// let rhs = space.one()?;
+/// let mut x = space.zero()?;
+/// let mut seen = Vec::new();
+/// cgls(&op, &mut x, &rhs, 5, &mut from_fn(|_x, info| {
+///     seen.push(info.iteration);
+///     Ok(Control::Continue)
+/// }))?;
+/// assert!(!seen.is_empty());
+/// # Ok::<(), rodl::Error>(())
+/// ```
+pub fn from_fn<T: Scalar, F>(f: F) -> F
+where
+    F: FnMut(&Element<T>, &IterationInfo) -> Result<Control>,
+{
+    f
 }
 
 impl<T: Scalar> Callback<T> for () {
