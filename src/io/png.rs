@@ -5,13 +5,12 @@
 //! and row `r` (from the top) is `iy = ny − 1 − r`. A slice of a volume shows its two remaining
 //! axes the same way (the lower-numbered one to the right, the other upwards).
 
-use std::fs::{self, File, OpenOptions};
 use std::io::{BufWriter, Write};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::path::Path;
 
 use ndarray::{ArrayView2, Axis, Ix2};
 
+use super::temp_file::TempFile;
 use crate::{Element, Error, Result, Scalar};
 
 /// How data values map to gray levels.
@@ -240,57 +239,4 @@ fn encode<W: Write>(out: W, image: &GrayImage, w: u32, h: u32) -> std::io::Resul
 pub fn encode_gray_png<W: Write>(out: W, image: &GrayImage) -> Result<()> {
     let (w, h) = png_size(image)?;
     encode(out, image, w, h).map_err(|e| Error::invalid(format!("cannot encode the PNG: {e}")))
-}
-
-/// A temporary file next to the target, removed on drop unless renamed onto the target.
-struct TempFile {
-    path: PathBuf,
-    committed: bool,
-}
-
-/// Distinguishes the temporary files of concurrent writes from one process.
-static TEMP_COUNTER: AtomicUsize = AtomicUsize::new(0);
-
-impl TempFile {
-    fn create(target: &Path) -> std::io::Result<(TempFile, File)> {
-        let name = target.file_name().ok_or_else(|| {
-            std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a file name")
-        })?;
-        let dir = match target.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => Path::new("."),
-        };
-        let pid = std::process::id();
-        loop {
-            let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-            let path = dir.join(format!(".{}.rodl-tmp-{pid}-{n}", name.to_string_lossy()));
-            match OpenOptions::new().write(true).create_new(true).open(&path) {
-                Ok(file) => {
-                    return Ok((
-                        TempFile {
-                            path,
-                            committed: false,
-                        },
-                        file,
-                    ))
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(e),
-            }
-        }
-    }
-
-    fn commit(mut self, target: &Path) -> std::io::Result<()> {
-        fs::rename(&self.path, target)?;
-        self.committed = true;
-        Ok(())
-    }
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        if !self.committed {
-            let _ = fs::remove_file(&self.path);
-        }
-    }
 }

@@ -14,7 +14,7 @@ mod vec;
 
 pub use helpers::{cone_beam_geometry, parallel_beam_geometry};
 pub use spec::{
-    AngleSpec, DetectorSpec, GeometryKind, GeometrySpec, TomoSpec, VolumeSpec,
+    AngleSpec, DetectorSpec, GeometryKind, GeometrySpec, TomoSpec, ViewSpec, VolumeSpec,
     MAX_GEOMETRY_FILE_BYTES, MAX_GEOMETRY_MAGNITUDE,
 };
 pub use vec::{Beam, VecGeometry, View};

@@ -1,0 +1,9 @@
+//! HDF5 scan files (feature `hdf5`, over the system libhdf5 through `hdf5-metno`): NeXus
+//! NXtomo ([`NxTomoFile`]) and Data Exchange ([`DxFile`]).
+
+mod dxchange;
+mod nxtomo;
+mod util;
+
+pub use dxchange::{DxFile, DX_DARK, DX_DATA, DX_PIXEL_X, DX_PIXEL_Y, DX_THETA, DX_WHITE};
+pub use nxtomo::NxTomoFile;

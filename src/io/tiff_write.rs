@@ -1,0 +1,214 @@
+//! Volumes out as TIFF stacks: one file per slice along z, as 32-bit floats or scaled to 16-bit
+//! unsigned integers with the scale recorded (see [`write_volume_tiff`]).
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use ndarray::{ArrayView2, Axis, Ix3};
+use tiff::encoder::{colortype, TiffEncoder};
+use tiff::tags::Tag;
+
+use super::png::Window;
+use super::temp_file::TempFile;
+use crate::{Element, Error, Result, Scalar};
+
+/// The pixel format of the slices that [`write_volume_tiff`] writes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum TiffSliceFormat {
+    /// 32-bit floats, the values as they are.
+    F32,
+    /// 16-bit unsigned integers: the window's lower end maps to 0 and its upper end to 65535
+    /// (values outside are clipped, NaN is stored as 0); [`Window::Auto`] is the smallest and
+    /// largest finite value of the whole volume, so all slices share one scale.
+    U16(Window),
+}
+
+/// What [`write_volume_tiff`] wrote.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TiffVolume {
+    /// The slice files, `z = 0, 1, …`.
+    pub files: Vec<PathBuf>,
+    /// A stored value `s` stands for `offset + scale · s` (for [`TiffSliceFormat::F32`]: 0).
+    pub offset: f64,
+    /// See [`TiffVolume::offset`] (for [`TiffSliceFormat::F32`]: 1; for a constant volume in 16
+    /// bit: 0).
+    pub scale: f64,
+}
+
+/// Writes a 3D host element `[x, y, z]` as a TIFF stack in the folder `dir` (created if
+/// missing): one file `{prefix}{z}.tif` per slice along z (`z` zero-padded to at least 4
+/// digits), each slice an image with x to the right and y upwards (row 0 is the largest y), as
+/// [`crate::io::write_png_slice`] shows it with `axis = 2`.
+///
+/// Every file's `ImageDescription` tag records the slice and the scale as JSON, e.g.
+/// `{"rodl_volume_slice": 3, "slices": 64, "offset": -0.5, "scale": 1.5e-5}` (a stored value
+/// `s` stands for `offset + scale · s`). The slices are written to temporary files in `dir` that
+/// are renamed onto their names only once all are complete: on any error no slice file of this
+/// call is left behind, half-written or not.
+///
+/// ```
+/// use rodl::io::{write_volume_tiff, TiffSliceFormat, Window};
+/// let dir = tempfile::tempdir()?;
+/// let space = rodl::uniform_discr::<f32>(&[-1.0; 3], &[1.0; 3], &[4, 3, 2])?;
+/// let x = space.element_from_vec((0..24).map(|i| i as f32).collect())?;
+/// let out = write_volume_tiff(dir.path(), "rec_", &x, TiffSliceFormat::U16(Window::Auto))?;
+/// assert_eq!(out.files.len(), 2);
+/// assert!(out.files[1].ends_with("rec_0001.tif"));
+/// assert!((out.scale - 23.0 / 65535.0).abs() < 1e-12);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn write_volume_tiff<T: Scalar>(
+    dir: impl AsRef<Path>,
+    prefix: &str,
+    volume: &Element<T>,
+    format: TiffSliceFormat,
+) -> Result<TiffVolume> {
+    let dir = dir.as_ref();
+    let a = volume.as_array()?;
+    let a = a.into_dimensionality::<Ix3>().map_err(|_| {
+        Error::invalid(format!(
+            "write_volume_tiff needs a 3D element, got shape {:?}",
+            volume
+                .as_array()
+                .map(|a| a.shape().to_vec())
+                .unwrap_or_default()
+        ))
+    })?;
+    let (nx, ny, nz) = a.dim();
+    let (w, h) = match (u32::try_from(nx), u32::try_from(ny)) {
+        (Ok(w), Ok(h)) if (nx as u64) * (ny as u64) * 4 < u32::MAX as u64 => (w, h),
+        _ => {
+            return Err(Error::invalid(format!(
+                "a slice of {nx} × {ny} pixels is too large for a TIFF file"
+            )))
+        }
+    };
+    if prefix.contains(['/', '\\']) {
+        return Err(Error::invalid(format!(
+            "the file prefix {prefix:?} must not contain a path separator"
+        )));
+    }
+    let io = |path: &Path, e: &dyn std::fmt::Display| Error::Io {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    };
+    std::fs::create_dir_all(dir).map_err(|e| io(dir, &e))?;
+    let (offset, scale) = match format {
+        TiffSliceFormat::F32 => (0.0, 1.0),
+        TiffSliceFormat::U16(window) => {
+            let (lo, hi) = match window {
+                Window::Range { min, max } => {
+                    if !(min.is_finite() && max.is_finite() && min < max) {
+                        return Err(Error::invalid(format!(
+                            "a 16-bit window needs finite min < max, got [{min}, {max}]"
+                        )));
+                    }
+                    (min, max)
+                }
+                Window::Auto => {
+                    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+                    for v in a.iter().map(|v| v.f64()).filter(|v| v.is_finite()) {
+                        lo = lo.min(v);
+                        hi = hi.max(v);
+                    }
+                    if lo > hi {
+                        (0.0, 0.0)
+                    } else {
+                        (lo, hi)
+                    }
+                }
+            };
+            (lo, (hi - lo) / 65535.0)
+        }
+    };
+    let digits = nz.saturating_sub(1).to_string().len().max(4);
+    let mut done = Vec::with_capacity(nz);
+    let mut row = Vec::with_capacity(nx * ny);
+    for z in 0..nz {
+        let path = dir.join(format!("{prefix}{z:0digits$}.tif"));
+        let description = format!(
+            "{{\"rodl_volume_slice\": {z}, \"slices\": {nz}, \"offset\": {offset:e}, \
+             \"scale\": {scale:e}}}"
+        );
+        let (temp, file) = TempFile::create(&path).map_err(|e| io(&path, &e))?;
+        let slice = a.index_axis(Axis(2), z);
+        write_slice(
+            file,
+            slice,
+            w,
+            h,
+            format,
+            offset,
+            scale,
+            &description,
+            &mut row,
+        )
+        .map_err(|e| io(&path, &e))?;
+        done.push((temp, path));
+    }
+    let mut files = Vec::with_capacity(nz);
+    for (temp, path) in done {
+        temp.commit(&path).map_err(|e| io(&path, &e))?;
+        files.push(path);
+    }
+    Ok(TiffVolume {
+        files,
+        offset,
+        scale,
+    })
+}
+
+/// Encodes one slice `[x, y]` into `file` and syncs it.
+#[allow(clippy::too_many_arguments)]
+fn write_slice<T: Scalar>(
+    file: File,
+    slice: ArrayView2<'_, T>,
+    w: u32,
+    h: u32,
+    format: TiffSliceFormat,
+    offset: f64,
+    scale: f64,
+    description: &str,
+    buf: &mut Vec<f64>,
+) -> std::result::Result<(), Box<dyn std::error::Error>> {
+    let (nx, ny) = slice.dim();
+    buf.clear();
+    for r in 0..ny {
+        let iy = ny - 1 - r;
+        for ix in 0..nx {
+            buf.push(slice[[ix, iy]].f64());
+        }
+    }
+    let mut out = BufWriter::new(file);
+    {
+        let mut tiff = TiffEncoder::new(&mut out)?;
+        match format {
+            TiffSliceFormat::F32 => {
+                let data: Vec<f32> = buf.iter().map(|&v| v as f32).collect();
+                let mut image = tiff.new_image::<colortype::Gray32Float>(w, h)?;
+                image
+                    .encoder()
+                    .write_tag(Tag::ImageDescription, description)?;
+                image.write_data(&data)?;
+            }
+            TiffSliceFormat::U16(_) => {
+                let inv = if scale > 0.0 { 1.0 / scale } else { 0.0 };
+                // NaN maps to 0 (`as` saturates and sends NaN to 0).
+                let data: Vec<u16> = buf
+                    .iter()
+                    .map(|&v| ((v - offset) * inv).round().clamp(0.0, 65535.0) as u16)
+                    .collect();
+                let mut image = tiff.new_image::<colortype::Gray16>(w, h)?;
+                image
+                    .encoder()
+                    .write_tag(Tag::ImageDescription, description)?;
+                image.write_data(&data)?;
+            }
+        }
+    }
+    out.flush()?;
+    let file = out.into_inner().map_err(|e| e.into_error())?;
+    file.sync_all()?;
+    Ok(())
+}
