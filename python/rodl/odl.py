@@ -106,16 +106,19 @@ def register(name: str = "rodl", backend: Optional[str] = None, threads=None) ->
     builds; ``backend``/``threads`` fix rodl's backend for every operator of that name."""
     from odl.applications.tomo.operators import ray_trafo
 
-    if backend is None and threads is None:
-        impl = RodlImpl
-    else:
-        class impl(RodlImpl):  # noqa: N801 - the class ODL instantiates for this name
+    impl: type = RodlImpl
+    if backend is not None or threads is not None:
+
+        class Bound(RodlImpl):
+            """``RodlImpl`` with this registration's backend options."""
+
             def __init__(self, geometry, vol_space, proj_space):
                 super().__init__(geometry, vol_space, proj_space, backend=backend, threads=threads)
 
-        impl.__name__ = impl.__qualname__ = f"RodlImpl[{name}]"
+        Bound.__name__ = Bound.__qualname__ = f"RodlImpl[{name}]"
+        impl = Bound
     # ODL falls back to the last registered impl when none is asked for: keep its own default.
-    impls = ray_trafo.RAY_TRAFO_IMPLS
+    impls: dict = ray_trafo.RAY_TRAFO_IMPLS  # ODL types it by its first entry
     default = list(impls.items())
     impls.clear()
     impls[name.lower()] = impl

@@ -23,7 +23,7 @@ import itertools
 import secrets
 import threading
 import weakref
-from typing import Dict, Union
+from typing import Dict, Optional, Union
 
 import numpy as np
 import torch
@@ -47,7 +47,7 @@ _operators: Dict[int, Operator] = {}
 _by_identity: Dict[int, int] = {}
 # Modules by key, for the constant-result lookup that torch.compile traces (weak: a module
 # that is gone needs no lookup; keys are never reused).
-_modules = weakref.WeakValueDictionary()
+_modules: "weakref.WeakValueDictionary[int, OperatorModule]" = weakref.WeakValueDictionary()
 _module_keys = itertools.count(1)
 
 
@@ -193,6 +193,8 @@ class OperatorModule(torch.nn.Module):
 
     def __init__(self, operator: Union[Factory, Operator]):
         super().__init__()
+        self.factory: Optional[Factory]
+        self.fixed: Optional[Operator]
         if isinstance(operator, Factory):
             self.factory = operator
             self.fixed = None
@@ -238,6 +240,7 @@ class OperatorModule(torch.nn.Module):
                         )
                     op = self.fixed
                 else:
+                    assert self.factory is not None  # one of the two is set in __init__
                     op = self.factory.build(key)
                     self._cache.builds[key] = self._cache.builds.get(key, 0) + 1
                 h = operator_handle(op)

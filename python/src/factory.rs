@@ -103,9 +103,10 @@ impl PyFactory {
         Ok(each!(&space.inner, s => wrap(RayTransform::<S>::factory(s.desc(), g, cpu).py()?)))
     }
 
-    /// The factory of `fbp_op(RayTransform(space, geometry), …)` (see `rodl.fbp_op`).
+    /// The factory of `fbp_op(RayTransform(space, geometry), …)` (see `rodl.fbp_op`; no Parker
+    /// weights unless `parker=q` is given, as in ODL).
     #[staticmethod]
-    #[pyo3(signature = (space, geometry, filter_type="Ram-Lak", frequency_scaling=1.0, padding=true, parker=Some(1.0), threads=None))]
+    #[pyo3(signature = (space, geometry, filter_type="Ram-Lak", frequency_scaling=1.0, padding=true, parker=None, threads=None))]
     #[allow(clippy::too_many_arguments)]
     fn fbp(
         space: &PySpace,

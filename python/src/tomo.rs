@@ -164,10 +164,14 @@ fn ray_of<'a>(ray_trafo: &'a Bound<'_, PyAny>) -> PyResult<PyRef<'a, PyRayTransf
 /// Filtered back-projection for `ray_trafo` (ODL's `fbp_op`; FDK for circular cone beams): the
 /// adjoint of the ray transform after the filter `filter_type` (`'Ram-Lak'`, `'Shepp-Logan'`,
 /// `'Cosine'`, `'Hamming'`, `'Hann'`), cut off at `frequency_scaling` × Nyquist, rows
-/// zero-padded unless `padding=False`, with Parker's redundancy weights of parameter `parker`
-/// for short scans (`None`: no weights, every scan scaled as ODL's `fbp_op` does).
+/// zero-padded unless `padding=False`.
+///
+/// As in ODL's `fbp_op`, no redundancy weights are applied by default (`parker=None`: every scan
+/// is scaled as ODL's `fbp_op` scales it), so a short fan- or cone-beam scan needs them asked for:
+/// `parker=q` turns on Parker's weights with transition parameter `q` in `(0, 1]` (1: Parker's
+/// original weights; ODL's `parker_weighting` defaults to 0.25).
 #[pyfunction]
-#[pyo3(signature = (ray_trafo, filter_type="Ram-Lak", frequency_scaling=1.0, padding=true, parker=Some(1.0)))]
+#[pyo3(signature = (ray_trafo, filter_type="Ram-Lak", frequency_scaling=1.0, padding=true, parker=None))]
 fn fbp_op(
     py: Python<'_>,
     ray_trafo: &Bound<'_, PyAny>,
@@ -184,9 +188,10 @@ fn fbp_op(
 }
 
 /// The FBP filter alone, on the ray transform's data space (ODL's `fbp_filter_op`): linear,
-/// with its exact adjoint. `fbp_op(ray)` is `ray.adjoint * fbp_filter_op(ray)`.
+/// with its exact adjoint. `fbp_op(ray)` is `ray.adjoint * fbp_filter(ray)`; the arguments are
+/// `fbp_op`'s (no Parker weights unless `parker=q` is given, as in ODL).
 #[pyfunction]
-#[pyo3(signature = (ray_trafo, filter_type="Ram-Lak", frequency_scaling=1.0, padding=true, parker=Some(1.0)))]
+#[pyo3(signature = (ray_trafo, filter_type="Ram-Lak", frequency_scaling=1.0, padding=true, parker=None))]
 fn fbp_filter(
     py: Python<'_>,
     ray_trafo: &Bound<'_, PyAny>,

@@ -160,6 +160,24 @@ def test_fbp_reconstructs_and_its_filter_is_self_adjoint_exactly():
         rodl.fbp_op(rodl.Gradient(space))
 
 
+def test_fbp_defaults_to_no_parker_weights_everywhere():
+    # ODL's default: no redundancy weights unless `parker=q` is given, in the signature too
+    import inspect
+
+    for f in [rodl.fbp_op, rodl.fbp_filter, rodl.Factory.fbp]:
+        assert inspect.signature(f).parameters["parker"].default is None, f
+    space = rodl.uniform_discr([-1, -1], [1, 1], [32, 32], dtype="float32")
+    short = rodl.FanBeamGeometry((0, np.pi + 1.0, 60), (-1.5, 1.5, 48), src_radius=3, det_radius=2)
+    ray = rodl.RayTransform(space, short)
+    data = ray(rodl.shepp_logan(space))
+    plain = rodl.fbp_op(ray, "Hann")(data)
+    np.testing.assert_allclose(rodl.fbp_op(ray, "Hann", parker=None)(data), plain)
+    np.testing.assert_allclose(rodl.Factory.fbp(space, short, "Hann").build("cpu")(data), plain, atol=1e-6)
+    weighted = rodl.fbp_op(ray, "Hann", parker=1.0)(data)
+    np.testing.assert_allclose(rodl.Factory.fbp(space, short, "Hann", parker=1.0).build("cpu")(data), weighted, atol=1e-6)
+    assert np.abs(weighted - plain).max() > 0.05 * np.abs(plain).max()
+
+
 def test_fdk_on_cone_beam():
     space = rodl.uniform_discr([-1] * 3, [1] * 3, [24] * 3, dtype="float32")
     ray = rodl.RayTransform(space, rodl.cone_beam_geometry(space, 5.0, 3.0, 60))
