@@ -349,3 +349,91 @@ fn stack_and_unstack_go_between_a_batch_and_its_elements() {
         .is_err());
     assert!(op.unstack(&xs[0]).is_err());
 }
+
+/// The weights of the tensor leaves of a space, depth first, with their sizes.
+fn leaf_weights<T: Scalar>(s: &Space<T>) -> Vec<(f64, usize)> {
+    if s.is_product() {
+        s.parts().unwrap().iter().flat_map(leaf_weights).collect()
+    } else {
+        vec![(s.weight().unwrap(), s.size())]
+    }
+}
+
+/// Asserts that `space` has leaves of exactly these weights and sizes, and that `⟨1, 1⟩` is
+/// their sum of `size · weight` (a guard independent of how the weights are stored).
+fn assert_weights(space: &Space<f64>, want: &[(f64, usize)], what: &str) {
+    let got = leaf_weights(space);
+    assert_eq!(got.len(), want.len(), "{what}: leaves");
+    for (k, ((gw, gn), (ww, wn))) in got.iter().zip(want).enumerate() {
+        assert_eq!(gn, wn, "{what}: leaf {k} size");
+        assert!(
+            (gw - ww).abs() <= 1e-15 * ww,
+            "{what}: leaf {k} weight {gw}, want {ww}"
+        );
+    }
+    let one = space.one().unwrap();
+    let total: f64 = want.iter().map(|(w, n)| w * *n as f64).sum();
+    let ip = space.inner(&one, &one).unwrap();
+    assert!(
+        (ip - total).abs() <= 1e-13 * total,
+        "{what}: ⟨1, 1⟩ = {ip}, want {total}"
+    );
+}
+
+/// Guards the weights of data-parallel (batched) domains and ranges against cell volumes
+/// written out here, for a discretised space, a weighted tensor space, a power space (the
+/// gradient's range), a product of unlike parts and a ray transform's data space: the batch
+/// axis has unit weight, so every leaf keeps its element's weight, and `⟨1, 1⟩` of a batch of
+/// `B` is `B` times the element's. Adjointness tests cannot see a weight that changes on both
+/// sides alike; this can.
+#[test]
+fn batched_domains_and_ranges_keep_the_cell_volumes() {
+    let b = 5;
+    let cell = (2.0 / 16.0) * (3.0 / 12.0); // [-1, 1] × [0, 3] in 16 × 12 cells
+    let discr = SpaceDesc::uniform_discr(&[-1.0, 0.0], &[1.0, 3.0], &[16, 12]).unwrap();
+    let grad: LinFactory<f64> = Gradient::factory(discr.clone()).unwrap();
+    let op = DataParallel::new(grad, &[CPU, CPU], b).unwrap();
+    assert_weights(op.domain(), &[(cell, b * 192)], "gradient domain");
+    assert_weights(
+        op.range(),
+        &[(cell, b * 192), (cell, b * 192)],
+        "gradient range",
+    );
+    let adj = op.adjoint().unwrap();
+    assert_weights(
+        adj.domain(),
+        &[(cell, b * 192), (cell, b * 192)],
+        "∇* domain",
+    );
+    assert_weights(adj.range(), &[(cell, b * 192)], "∇* range");
+
+    let rn = SpaceDesc::weighted_rn(&[3, 2], 0.375);
+    let scale: LinFactory<f64> = ScalingOperator::factory(rn, 2.0);
+    let op = DataParallel::new(scale, &[CPU], b).unwrap();
+    assert_weights(op.domain(), &[(0.375, b * 6)], "weighted rn");
+    assert_weights(op.range(), &[(0.375, b * 6)], "weighted rn range");
+
+    let mixed = SpaceDesc::product(vec![
+        SpaceDesc::uniform_discr(&[0.0], &[2.0], &[8]).unwrap(),
+        SpaceDesc::product(vec![SpaceDesc::weighted_rn(&[4], 3.0), discr.clone()]),
+    ]);
+    let id: LinFactory<f64> = rodl::IdentityOperator::factory(mixed);
+    let op = DataParallel::new(id, &[CPU, CPU, CPU], b).unwrap();
+    let want = [(0.25, b * 8), (3.0, b * 4), (cell, b * 192)];
+    assert_weights(op.domain(), &want, "product domain");
+    assert_weights(op.range(), &want, "product range");
+
+    // A ray transform: the data space's cell is Δθ · Δu with parallel_beam_geometry's
+    // [0, π] in 9 angles and [−√2, √2] in 2⌈√2 · 8⌉ + 1 = 25 pixels.
+    let (space, g) = small_ray::<f64>();
+    let ray: LinFactory<f64> =
+        RayTransform::factory(space.desc(), g, CpuOptions::default()).unwrap();
+    let op = DataParallel::new(ray, &[CPU, CPU], b).unwrap();
+    let data_cell = (std::f64::consts::PI / 9.0) * (2.0 * 2f64.sqrt() / 25.0);
+    assert_weights(
+        op.domain(),
+        &[((2.0 / 16.0) * (2.0 / 16.0), b * 256)],
+        "ray domain",
+    );
+    assert_weights(op.range(), &[(data_cell, b * 9 * 25)], "ray range");
+}

@@ -237,3 +237,98 @@ fn noise_refuses_gpu_elements() {
         }
     }
 }
+
+/// `level · rms` of all the entries of `pieces` together, computed here.
+fn relative_sigma(level: f64, pieces: &[Vec<f64>]) -> f64 {
+    let all: Vec<f64> = pieces.iter().flatten().cloned().collect();
+    level * (all.iter().map(|x| x * x).sum::<f64>() / all.len() as f64).sqrt()
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    /// Guards the relative noise level over data held in pieces: `sigma_over` of random pieces
+    /// of random lengths (some empty) equals `level · rms` of all their entries together, and
+    /// the same for the whole data as one piece, to rounding; so a normalisation that counts
+    /// the entries or squares of only some pieces fails.
+    #[test]
+    fn relative_level_over_pieces_is_the_level_over_the_whole(
+        pieces in proptest::collection::vec(
+            proptest::collection::vec(-5.0..5.0f64, 0..40), 1..6),
+        level in 0.01..2.0f64,
+    ) {
+        let total: usize = pieces.iter().map(Vec::len).sum();
+        proptest::prop_assume!(total > 0 && pieces.iter().flatten().any(|x| *x != 0.0));
+        let want = relative_sigma(level, &pieces);
+        let refs: Vec<&[f64]> = pieces.iter().map(|p| p.as_slice()).collect();
+        let got = NoiseLevel::Relative(level).sigma_over(&refs).unwrap();
+        let whole: Vec<f64> = pieces.iter().flatten().cloned().collect();
+        let one = NoiseLevel::Relative(level).sigma_over(&[&whole]).unwrap();
+        proptest::prop_assert!((got - want).abs() <= 1e-14 * want, "{got} vs {want}");
+        proptest::prop_assert!((one - want).abs() <= 1e-14 * want, "{one} vs {want}");
+    }
+}
+
+/// Guards the relative noise level of product elements: the σ of `(a, b, c)` (parts of
+/// different sizes and scales, one a product itself) is `level · rms` over all their entries,
+/// not over one part; and noise added to the product element has that σ in every part.
+#[test]
+fn relative_level_over_product_parts_is_the_level_over_the_whole() {
+    let s1 = rn::<f64>(&[3]).unwrap();
+    let s2 = uniform_discr::<f64>(&[0.0, 0.0], &[1.0, 2.0], &[4, 5]).unwrap();
+    let inner = Space::product(vec![s1.clone(), s1.clone()]).unwrap();
+    let space = Space::product(vec![s1.clone(), s2.clone(), inner.clone()]).unwrap();
+    let a = vec![1.0, -2.0, 3.0];
+    let b: Vec<f64> = (0..20).map(|k| 10.0 + k as f64).collect();
+    let c = vec![0.5, 0.0, -0.5];
+    let d = vec![4.0, 4.0, -4.0];
+    let x = space
+        .product_element(vec![
+            s1.element_from_vec(a.clone()).unwrap(),
+            s2.element_from_vec(b.clone()).unwrap(),
+            inner
+                .product_element(vec![
+                    s1.element_from_vec(c.clone()).unwrap(),
+                    s1.element_from_vec(d.clone()).unwrap(),
+                ])
+                .unwrap(),
+        ])
+        .unwrap();
+    let want = relative_sigma(0.2, &[a.clone(), b.clone(), c.clone(), d.clone()]);
+    let got = NoiseLevel::Relative(0.2).sigma(&x).unwrap();
+    assert!((got - want).abs() <= 1e-14 * want, "{got} vs {want}");
+    // The levels of single parts are far from it (so the check above discriminates).
+    for part in [&a, &b, &d] {
+        let alone = relative_sigma(0.2, std::slice::from_ref(part));
+        assert!((alone / want - 1.0).abs() > 0.1, "{alone} vs {want}");
+    }
+    // Noise added to the product: every part gets N(0, σ²) with that σ (a large product so
+    // that the sample deviation is within 2 % at 5 standard errors).
+    let big = rn::<f64>(&[20_000]).unwrap();
+    let small = rn::<f64>(&[20_000]).unwrap();
+    let prod = Space::product(vec![big.clone(), small.clone()]).unwrap();
+    let x = prod
+        .product_element(vec![big.full(3.0).unwrap(), small.full(0.5).unwrap()])
+        .unwrap();
+    let sigma = 0.1 * ((9.0 + 0.25) / 2.0f64).sqrt();
+    let y = add_gaussian_noise(&prod, &x, NoiseLevel::Relative(0.1), &mut rng(11)).unwrap();
+    for (k, (px, py)) in x
+        .parts()
+        .unwrap()
+        .iter()
+        .zip(y.parts().unwrap())
+        .enumerate()
+    {
+        let r: Vec<f64> = values(py)
+            .iter()
+            .zip(values(px))
+            .map(|(a, b)| a - b)
+            .collect();
+        let (_, v) = mean_var(&r);
+        assert!(
+            (v.sqrt() / sigma - 1.0).abs() < 0.025,
+            "part {k}: {} vs {sigma}",
+            v.sqrt()
+        );
+    }
+}

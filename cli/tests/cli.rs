@@ -888,6 +888,11 @@ fn info_reports_sampling_and_coverage() {
     ] {
         assert!(text.contains(needle), "{needle:?} not in\n{text}");
     }
+    // For a fan beam, ODL's cone_beam_geometry takes ⌈2πρ/Δx · r/(r + ρ)⌉ angles: 231 for
+    // fan2d_64 (ODL 1.0's own number).
+    let out = rodl_ok(&["info", "-g", &case("fan2d_64")]);
+    let fan = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(fan.contains("= 231 over 2π"), "{fan}");
     // The TV-weight conversion: w_data · h / w_volume with w_data = Δθ · Δu, w_volume = h².
     let weights = text
         .lines()

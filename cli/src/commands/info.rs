@@ -178,12 +178,20 @@ pub fn describe(setup: &Setup) -> Result<Vec<String>, Failure> {
         axis.map(|a| a / an),
     );
     if gspec.kind != GeometryKind::Vec {
-        let full = round_sig((rho * PI / min_cell).ceil());
-        let over = if vec.beam() == Beam::Parallel {
-            "π"
-        } else {
-            "2π"
+        // Parallel beams: ⌈πρ/Δx⌉ over π; point sources: ⌈2πρ/Δx · r/(r + ρ)⌉ over 2π
+        // (r = src_radius + det_radius), as ODL's helpers choose them.
+        let (count, full, over) = match (vec.beam(), gspec.src_radius, gspec.det_radius) {
+            (Beam::Point, Some(rs), Some(rd)) => {
+                let r = rs + rd;
+                (
+                    format!("⌈2πρ/Δx · r/(r + ρ)⌉ (r = {})", round_sig(r)),
+                    (2.0 * PI * rho / min_cell * r / (r + rho)).ceil(),
+                    "2π",
+                )
+            }
+            _ => ("⌈πρ/Δx⌉".to_string(), (rho * PI / min_cell).ceil(), "π"),
         };
+        let full = round_sig(full);
         let mut ratio = format!("{}", round_sig(pixel[0] / magnification / min_cell));
         if ndim == 3 {
             ratio = format!(
@@ -193,7 +201,7 @@ pub fn describe(setup: &Setup) -> Result<Vec<String>, Failure> {
         }
         out.push(format!(
             "sampling: detector pixel at the axis / voxel side = {ratio}; {} angles (ODL's \
-             helpers take ⌈πρ/Δx⌉ = {full} over {over} for this volume, ρ = {})",
+             helpers take {count} = {full} over {over} for this volume, ρ = {})",
             vec.num_views(),
             round_sig(rho),
         ));

@@ -64,7 +64,8 @@ pub fn parallel_beam_geometry<T: Scalar>(
 /// A full-scan fan-beam (2D) or circular cone-beam (3D) geometry that sees all of `space`
 /// (after ODL's `cone_beam_geometry`): a flat detector of width `2ρ(rs + rd)/rs`, and in 3D of
 /// height `2 z_max (rs + rd)/(rs − ρ)`, sampled like the parallel-beam helper, with
-/// `num_angles` over `[0, 2π)` (`None` picks `⌈ω ρ⌉`).
+/// `num_angles` over `[0, 2π)` (`None` picks ODL's `⌈2 ω ρ r / (r + ρ)⌉`, `r = rs + rd`: the
+/// angular sampling a fan of rays needs).
 pub fn cone_beam_geometry<T: Scalar>(
     space: &Space<T>,
     src_radius: f64,
@@ -81,7 +82,7 @@ pub fn cone_beam_geometry<T: Scalar>(
     let w = 2.0 * rho * r / src_radius;
     let rb = r.hypot(w / 2.0);
     let n_u = 2 * (w * omega * r / (2.0 * PI * rb)).ceil() as usize + 1;
-    let n_angles = num_angles.unwrap_or((omega * rho).ceil() as usize);
+    let n_angles = num_angles.unwrap_or((2.0 * omega * rho * r / (r + rho)).ceil() as usize);
     let angles = UniformPartition::new(&[0.0], &[2.0 * PI], &[n_angles])?;
     let p = space.partition()?;
     if p.ndim() == 2 {
