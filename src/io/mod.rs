@@ -26,7 +26,8 @@ pub use self::frames::{
 };
 #[cfg(feature = "hdf5")]
 pub use self::hdf5::{
-    DxFile, NxTomoFile, DX_DARK, DX_DATA, DX_PIXEL_X, DX_PIXEL_Y, DX_THETA, DX_WHITE,
+    DxChange, DxFile, Hdf5Layout, Hdf5Scan, NxTomo, NxTomoFile, DX_DARK, DX_DATA, DX_PIXEL_X,
+    DX_PIXEL_Y, DX_THETA, DX_WHITE,
 };
 pub use self::png::{
     encode_gray_png, slice_to_gray8, to_gray8, write_gray_png, write_png, write_png_slice,

@@ -2,11 +2,10 @@
 
 use std::path::Path;
 
-use ndarray::ArrayViewMut3;
-
+use super::opened::{sealed, Hdf5Layout, Hdf5Scan};
 use super::util::{h5_err, DatasetFrames, H5};
-use crate::io::frames::{read_all_frames, FrameStack};
-use crate::io::{FileValue, Frames, Scan, ScanFormat, ScanInfo};
+use crate::io::frames::read_all_frames;
+use crate::io::{FileValue, Frames, ScanFormat, ScanInfo};
 use crate::Result;
 
 /// The projections.
@@ -26,7 +25,7 @@ pub const DX_PIXEL_Y: &str = "/measurement/instrument/detector/pixel_size_y";
 /// `/exchange/data_white` and `/exchange/data_dark` (flats and darks, optional: absent ones are
 /// empty) and `/exchange/theta` (one angle per projection, in its `units`, degrees when absent
 /// as the format prescribes). Flats, darks and angles are read at [`DxFile::open`]; the
-/// projections are a [`FrameStack`] read in chunks of views (hyperslabs).
+/// projections are a [`FrameStack`](crate::io::FrameStack) read in chunks of views (hyperslabs).
 ///
 /// The DXchange core has no standard keys for the geometry: the detector pixel size is read
 /// from [`DX_PIXEL_X`] and [`DX_PIXEL_Y`] when they carry a length `units` attribute (without
@@ -41,24 +40,17 @@ pub const DX_PIXEL_Y: &str = "/measurement/instrument/detector/pixel_size_y";
 /// assert_eq!(scan.projections.shape()[0], scan.info.angles.len());
 /// # Ok::<(), rodl::Error>(())
 /// ```
-pub struct DxFile {
-    info: ScanInfo,
-    flats: Frames,
-    darks: Frames,
-    projections: DatasetFrames,
+pub type DxFile = Hdf5Scan<DxChange>;
+
+/// The Data Exchange layout of APS files ([`DxFile`]).
+pub enum DxChange {}
+
+impl sealed::Sealed for DxChange {}
+impl Hdf5Layout for DxChange {
+    const NAME: &'static str = "DxFile";
 }
 
-impl std::fmt::Debug for DxFile {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DxFile")
-            .field("info", &self.info)
-            .field("flats", &self.flats.len())
-            .field("darks", &self.darks.len())
-            .finish()
-    }
-}
-
-impl DxFile {
+impl Hdf5Scan<DxChange> {
     /// Opens `path` and reads its metadata, flats and darks.
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let h5 = H5::open(path.as_ref())?;
@@ -119,55 +111,6 @@ impl DxFile {
             source_distance: none("source_distance"),
             detector_distance: none("detector_distance"),
         };
-        Ok(Self {
-            info,
-            flats,
-            darks,
-            projections,
-        })
-    }
-
-    /// What the file says about the scan.
-    pub fn info(&self) -> &ScanInfo {
-        &self.info
-    }
-
-    /// The flat fields (no positions: DXchange does not record when they were taken).
-    pub fn flats(&self) -> &Frames {
-        &self.flats
-    }
-
-    /// The dark fields.
-    pub fn darks(&self) -> &Frames {
-        &self.darks
-    }
-
-    /// Reads all projections (after a memory check) into a [`Scan`].
-    pub fn read_scan(mut self) -> Result<Scan> {
-        let projections = read_all_frames(&mut self.projections)?;
-        Ok(Scan {
-            info: self.info,
-            projections,
-            flats: self.flats,
-            darks: self.darks,
-        })
-    }
-}
-
-impl FrameStack for DxFile {
-    fn source(&self) -> &Path {
-        &self.info.path
-    }
-
-    fn len(&self) -> usize {
-        self.projections.len()
-    }
-
-    fn frame_shape(&self) -> [usize; 2] {
-        self.projections.frame_shape()
-    }
-
-    fn read_into(&mut self, first: usize, out: ArrayViewMut3<'_, f32>) -> Result<()> {
-        self.projections.read_into(first, out)
+        Ok(Self::new(info, flats, darks, projections))
     }
 }

@@ -3,7 +3,11 @@
 
 mod dxchange;
 mod nxtomo;
+mod opened;
 mod util;
 
-pub use dxchange::{DxFile, DX_DARK, DX_DATA, DX_PIXEL_X, DX_PIXEL_Y, DX_THETA, DX_WHITE};
-pub use nxtomo::NxTomoFile;
+pub use dxchange::{
+    DxChange, DxFile, DX_DARK, DX_DATA, DX_PIXEL_X, DX_PIXEL_Y, DX_THETA, DX_WHITE,
+};
+pub use nxtomo::{NxTomo, NxTomoFile};
+pub use opened::{Hdf5Layout, Hdf5Scan};

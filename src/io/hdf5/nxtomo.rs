@@ -3,15 +3,15 @@
 use std::path::Path;
 
 use ::hdf5::LocationType;
-use ndarray::ArrayViewMut3;
 
+use super::opened::{sealed, Hdf5Layout, Hdf5Scan};
 use super::util::{h5_err, join, DatasetFrames, H5};
-use crate::io::frames::{read_all_frames, FrameStack};
-use crate::io::{Frames, Scan, ScanFormat, ScanInfo};
+use crate::io::frames::read_all_frames;
+use crate::io::{Frames, ScanFormat, ScanInfo};
 use crate::{Error, Result};
 
 /// A NeXus file's NXtomo entry, opened for reading: the metadata, flats and darks are read at
-/// [`NxTomoFile::open`]; the projections are a [`FrameStack`] read in chunks of views (HDF5
+/// [`NxTomoFile::open`]; the projections are a [`FrameStack`](crate::io::FrameStack) read in chunks of views (HDF5
 /// hyperslabs), or all at once by [`NxTomoFile::read_scan`].
 ///
 /// The layout is that of the NXtomo application definition as ESRF's `nxtomo` package writes
@@ -39,21 +39,14 @@ use crate::{Error, Result};
 /// let geometry = scan.info.geometry(&ScanGeometryOptions::default())?;
 /// # Ok::<(), rodl::Error>(())
 /// ```
-pub struct NxTomoFile {
-    info: ScanInfo,
-    flats: Frames,
-    darks: Frames,
-    projections: DatasetFrames,
-}
+pub type NxTomoFile = Hdf5Scan<NxTomo>;
 
-impl std::fmt::Debug for NxTomoFile {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("NxTomoFile")
-            .field("info", &self.info)
-            .field("flats", &self.flats.len())
-            .field("darks", &self.darks.len())
-            .finish()
-    }
+/// The NXtomo layout of NeXus files ([`NxTomoFile`]).
+pub enum NxTomo {}
+
+impl sealed::Sealed for NxTomo {}
+impl Hdf5Layout for NxTomo {
+    const NAME: &'static str = "NxTomoFile";
 }
 
 /// Whether the group `key` is an NXentry with the NXtomo definition.
@@ -69,7 +62,7 @@ fn is_nxtomo_entry(h5: &H5, key: &str) -> bool {
     def.is_some_and(|d| d.eq_ignore_ascii_case("NXtomo"))
 }
 
-impl NxTomoFile {
+impl Hdf5Scan<NxTomo> {
     /// The HDF5 paths of the file's NXtomo entries (`NXentry` groups at the root whose
     /// `definition` is `NXtomo`).
     pub fn entries(path: impl AsRef<Path>) -> Result<Vec<String>> {
@@ -216,55 +209,6 @@ impl NxTomoFile {
         let flats = read_some(flat)?;
         let darks = read_some(dark)?;
         let projections = all.select(proj);
-        Ok(Self {
-            info,
-            flats,
-            darks,
-            projections,
-        })
-    }
-
-    /// What the file says about the scan.
-    pub fn info(&self) -> &ScanInfo {
-        &self.info
-    }
-
-    /// The flat fields, with their frame numbers as positions.
-    pub fn flats(&self) -> &Frames {
-        &self.flats
-    }
-
-    /// The dark fields, with their frame numbers as positions.
-    pub fn darks(&self) -> &Frames {
-        &self.darks
-    }
-
-    /// Reads all projections (after a memory check) into a [`Scan`].
-    pub fn read_scan(mut self) -> Result<Scan> {
-        let projections = read_all_frames(&mut self.projections)?;
-        Ok(Scan {
-            info: self.info,
-            projections,
-            flats: self.flats,
-            darks: self.darks,
-        })
-    }
-}
-
-impl FrameStack for NxTomoFile {
-    fn source(&self) -> &Path {
-        &self.info.path
-    }
-
-    fn len(&self) -> usize {
-        self.projections.len()
-    }
-
-    fn frame_shape(&self) -> [usize; 2] {
-        self.projections.frame_shape()
-    }
-
-    fn read_into(&mut self, first: usize, out: ArrayViewMut3<'_, f32>) -> Result<()> {
-        self.projections.read_into(first, out)
+        Ok(Self::new(info, flats, darks, projections))
     }
 }
