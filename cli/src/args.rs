@@ -11,6 +11,7 @@ use crate::limits::{
     parse_unit_fraction,
 };
 use crate::noise::Noise;
+use crate::scan_options::{CentreArg, OffOr, ScanAlgorithm, VolumeFormat};
 
 /// Command line of `rodl`.
 #[derive(Parser, Debug)]
@@ -50,6 +51,10 @@ pub enum Command {
     /// Iterative reconstruction (CGLS, SIRT, MLEM, OSEM, Landweber, PDHG-TV, FISTA-TV) with a
     /// progress bar.
     Reconstruct(ReconstructArgs),
+    /// Scanner data to a volume: read a TIFF stack, NXtomo or DXchange file, normalise by the
+    /// flats and darks, take −log, remove zingers and stripes, find the centre of rotation,
+    /// reconstruct and write the volume (.npy, TIFF stack or HDF5).
+    Scan(ScanArgs),
     /// Describe a geometry file: shapes, sampling and detector coverage of the volume.
     Info {
         /// The geometry file (JSON).
@@ -281,4 +286,124 @@ pub const MAX_SIZE: usize = 4096;
 /// `demo --size N`: the demo's documented range.
 fn parse_size(text: &str) -> Result<usize, String> {
     crate::limits::whole_in(text, MIN_SIZE as u64, MAX_SIZE as u64).map(|n| n as usize)
+}
+
+/// Arguments of `scan`.
+#[derive(Args, Debug)]
+pub struct ScanArgs {
+    /// The scan: an NXtomo (.nxs, .h5) or DXchange (.h5) file, a folder of TIFF files, or a
+    /// pattern of TIFF files (`proj_*.tif`).
+    #[arg(value_name = "IN")]
+    pub input: PathBuf,
+    /// Where to write the volume: a `.npy` file, an `.h5`/`.hdf5`/`.nxs` file, or a folder for
+    /// a TIFF stack (see --format).
+    #[arg(long, short, value_name = "OUT")]
+    pub output: PathBuf,
+    /// The output format (default: from the output's name — `.npy`, `.h5`/`.hdf5`/`.nxs`, else
+    /// a TIFF stack in the folder OUT).
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub format: Option<VolumeFormat>,
+    /// TIFF stacks: 32-bit floats, or 16 bit scaled to the volume's range (the scale is in
+    /// each file's ImageDescription).
+    #[arg(long, value_name = "float32|uint16", default_value = "float32")]
+    pub tiff_depth: crate::scan_options::TiffDepth,
+    /// HDF5 output: the dataset written ([z, y, x], float32).
+    #[arg(long, value_name = "PATH", default_value = rodl::io::VOLUME_DATASET)]
+    pub dataset: String,
+    /// NXtomo: the NXentry to read (default: the file's only NXtomo entry).
+    #[arg(long, value_name = "NAME")]
+    pub entry: Option<String>,
+    /// TIFF input: the flat fields (a folder, pattern or file of TIFF frames).
+    #[arg(long, value_name = "FLATS")]
+    pub flats: Option<PathBuf>,
+    /// TIFF input: the dark fields (a folder, pattern or file of TIFF frames).
+    #[arg(long, value_name = "DARKS")]
+    pub darks: Option<PathBuf>,
+    /// The rotation angles in degrees, `START:STOP` with the endpoint excluded (a TIFF stack
+    /// records none; default 0:180 for TIFF), or a text file of one angle per line. Overrides
+    /// the file's angles.
+    #[arg(long, value_name = "START:STOP|FILE", allow_hyphen_values = true)]
+    pub angles: Option<String>,
+    /// The beam: `auto` (a cone when the file records a source distance), `parallel` or `cone`.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub beam: crate::scan_options::BeamArg,
+    /// The detector's pixel size in mm (both axes; overrides the file's). For a parallel beam
+    /// this is the pixel size in the sample.
+    #[arg(long, value_name = "MM", value_parser = parse_length)]
+    pub pixel_size: Option<f64>,
+    /// Cone beam: the source to rotation-axis distance in mm (overrides the file's).
+    #[arg(long, value_name = "MM", value_parser = parse_length)]
+    pub source_distance: Option<f64>,
+    /// Cone beam: the rotation-axis to detector distance in mm (overrides the file's).
+    #[arg(long, value_name = "MM", value_parser = parse_length)]
+    pub detector_distance: Option<f64>,
+    /// Flat/dark normalisation (`--flat-field false`: the data are already transmission or,
+    /// with `--log false`, line integrals).
+    #[arg(long, value_name = "BOOL", default_value_t = true, num_args = 0..=1,
+          default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub flat_field: bool,
+    /// −log of the transmission, clamped below at 1e-6 (`--log false`: the data are line
+    /// integrals already).
+    #[arg(long, value_name = "BOOL", default_value_t = true, num_args = 0..=1,
+          default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub log: bool,
+    /// Zinger removal in the raw frames, flats and darks: pixels more than T counts above the
+    /// median of their 3 × 3 neighbourhood are replaced by it; `off` (the default) keeps them.
+    #[arg(long, value_name = "T|off", default_value = "off")]
+    pub zingers: OffOr<f64>,
+    /// Stripe (ring) removal by sorting (Vo et al. 2018) with a median of this odd width
+    /// across the detector, on the line integrals; `off` (the default) keeps them.
+    #[arg(long, value_name = "WIDTH|off", default_value = "off")]
+    pub stripes: OffOr<usize>,
+    /// The centre of rotation: `auto` (found from two opposite views, parallel beam; a cone
+    /// scan takes 0), `off` (the detector's centre), or a detector shift in pixels.
+    #[arg(
+        long,
+        value_name = "auto|off|PIXELS",
+        default_value = "auto",
+        allow_hyphen_values = true
+    )]
+    pub centre: CentreArg,
+    /// The reconstruction method.
+    #[arg(long, short, value_enum, default_value = "fbp")]
+    pub algorithm: ScanAlgorithm,
+    /// Iterations of an iterative method.
+    #[arg(long, short = 'n', value_name = "N", value_parser = parse_iterations,
+          allow_negative_numbers = true)]
+    pub iterations: Option<usize>,
+    /// pdhg-tv, fista-tv: the weight λ of the total variation (see `rodl reconstruct --help`).
+    #[arg(long, value_name = "λ", value_parser = parse_non_negative,
+          allow_negative_numbers = true)]
+    pub tv_weight: Option<f64>,
+    /// FBP: the filter (ram-lak, shepp-logan, cosine, hamming, hann).
+    #[arg(long, default_value = "ram-lak", value_name = "FILTER")]
+    pub filter: String,
+    /// Only the detector rows `A:B` (0 the image's bottom row, B excluded), reconstructed as
+    /// the matching slab of the volume.
+    #[arg(long, value_name = "A:B")]
+    pub rows: Option<crate::scan_options::RowRange>,
+    /// Also write the geometry used (rodl's geometry JSON, the centre as a detector shift), to
+    /// rerun `rodl fbp` / `rodl reconstruct` on the data of --data-out.
+    #[arg(long, value_name = "G.json")]
+    pub geometry_out: Option<PathBuf>,
+    /// Also write the preprocessed projection data (line integrals, [angle, u, v], float32).
+    #[arg(long, value_name = "DATA.npy")]
+    pub data_out: Option<PathBuf>,
+    /// Where to compute.
+    #[command(flatten)]
+    pub compute: DeviceArgs,
+    /// No progress bar.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Report each stage's time (read, preprocess, set-up, compute, write) and the centre.
+    #[arg(long, short)]
+    pub verbose: bool,
+}
+
+/// A length in mm: a finite number > 0.
+fn parse_length(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() && x > 0.0 => Ok(x),
+        _ => Err(format!("expected a length in mm > 0, got {text:?}")),
+    }
 }

@@ -6,6 +6,7 @@ pub mod fbp;
 pub mod info;
 pub mod phantom;
 pub mod reconstruct;
+pub mod scan;
 pub mod transform;
 
 use std::path::Path;

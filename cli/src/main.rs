@@ -7,6 +7,7 @@
 //! rodl backproject --geometry G.json --input y.npy --output x.npy
 //! rodl fbp         --geometry G.json --input y.npy --output x.npy [--filter F] [--png x.png]
 //! rodl reconstruct --geometry G.json --input y.npy --output x.npy --algorithm A --iterations N
+//! rodl scan        IN (scan.nxs | scan.h5 | tiff-folder) -o OUT [--format npy|tiff|h5] [--algorithm A]
 //! rodl info        --geometry G.json
 //! ```
 //!
@@ -27,6 +28,8 @@ mod limits;
 mod noise;
 mod out_of_core;
 mod output;
+mod scan_input;
+mod scan_options;
 mod term;
 
 use std::path::Path;
@@ -186,6 +189,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Backproject(args) => commands::transform::run(&args, Direction::Adjoint, None),
         Command::Fbp(args) => commands::fbp::run(&args),
         Command::Reconstruct(args) => commands::reconstruct::run(&args),
+        Command::Scan(args) => commands::scan::run(&args),
         Command::Info { geometry } => commands::info::run(&geometry),
     }
 }

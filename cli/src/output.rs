@@ -40,8 +40,17 @@ fn forget(path: &Path) {
 
 /// Removes the temporary files and exits on SIGINT, SIGTERM and SIGHUP (status 128 + the
 /// signal's number, as a shell reports a process killed by it).
+///
+/// SIGXFSZ (a write beyond the file-size limit, `ulimit -f`) is ignored, so that the write fails
+/// with an error (`File too large`) that the command reports, removing its temporary files,
+/// instead of killing the process and leaving them behind.
 pub fn install_signal_cleanup() {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    // SAFETY: setting a signal's disposition to SIG_IGN installs no handler code; it runs
+    // before any thread that could write a file is started.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
     let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
         return;
     };

@@ -380,6 +380,29 @@ fn unwritable_output_fails_cleanly() {
     assert_eq!(dir.listing(), before);
 }
 
+/// Over a file-size limit (`ulimit -f`, which sends SIGXFSZ) the write fails with one line and
+/// the temporary file is removed, instead of the process being killed with half a file left.
+#[cfg(unix)]
+#[test]
+fn a_file_size_limit_fails_cleanly() {
+    let dir = TempDir::new("fsize");
+    let output = dir.path("y.npy");
+    let before = dir.listing();
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -f 2 && exec \"$0\" \"$@\"")
+        .arg(env!("CARGO_BIN_EXE_rodl"))
+        .args(["project", "-g"])
+        .arg(data("par2d_64.json"))
+        .arg("-i")
+        .arg(data("par2d_64_image.npy"))
+        .arg("-o")
+        .arg(&output)
+        .output()
+        .expect("cannot start sh");
+    assert_clean_failure(&out, &output, &dir, &before, "File too large");
+}
+
 #[test]
 fn failure_keeps_an_existing_output_unchanged() {
     let dir = TempDir::new("keep");

@@ -44,6 +44,12 @@ impl TempFile {
         }
     }
 
+    /// The temporary file's path.
+    #[cfg_attr(not(feature = "hdf5"), allow(dead_code))]
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// Renames the temporary file onto `target`.
     pub(crate) fn commit(mut self, target: &Path) -> std::io::Result<()> {
         fs::rename(&self.path, target)?;

@@ -135,9 +135,19 @@ pub fn find_centre_parallel(
     })
 }
 
-/// The pair of views closest to 180° apart: `(i, j, θ_j − θ_i − π)` (angle differences taken
-/// modulo 2π into `[0, 2π)`).
-fn opposite_views(angles: &[f64]) -> Result<(usize, usize, f64)> {
+/// The pair of views closest to 180° apart, the pair [`find_centre_parallel`] compares:
+/// `(i, j, θ_j − θ_i − π)` (angle differences taken modulo 2π into `[0, 2π)`). A caller that
+/// streams a scan can read just these two views and pass them alone (with their two angles)
+/// to [`find_centre_parallel`]. Errors: fewer than two angles, or one that is not finite.
+///
+/// ```
+/// let angles: Vec<f64> = (0..180).map(|k| (k as f64).to_radians()).collect();
+/// let (i, j, mismatch) = rodl::preprocess::opposite_views(&angles)?;
+/// assert_eq!((j as isize - i as isize).abs(), 179);
+/// assert!((mismatch.abs() - 1f64.to_radians()).abs() < 1e-12);
+/// # Ok::<(), rodl::Error>(())
+/// ```
+pub fn opposite_views(angles: &[f64]) -> Result<(usize, usize, f64)> {
     let two_pi = 2.0 * PI;
     let norm = |t: f64| t.rem_euclid(two_pi);
     let mut order: Vec<(f64, usize)> = angles.iter().map(|&t| (norm(t), 0)).collect();

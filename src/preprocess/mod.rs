@@ -32,7 +32,7 @@ mod neg_log;
 mod stripe;
 mod zinger;
 
-pub use centre::{find_centre_parallel, CentreEstimate, CentreOptions};
+pub use centre::{find_centre_parallel, opposite_views, CentreEstimate, CentreOptions};
 pub use flat_field::{FlatField, FlatFieldReport};
 pub use neg_log::{neg_log, NEG_LOG_FLOOR};
 pub use stripe::remove_stripes_sorting;

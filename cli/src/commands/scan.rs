@@ -1,0 +1,509 @@
+//! `rodl scan`: scanner data to a volume — read, preprocess, find the centre, reconstruct,
+//! write.
+//!
+//! The projections are streamed from the file in chunks of views; each chunk is cleaned of
+//! zingers, normalised by the flats and darks and turned into line integrals as it arrives
+//! ([`rodl::preprocess`]), keeping only the detector rows asked for (`--rows`), so that memory
+//! holds the preprocessed rows, not the raw file. Stripes are then removed row by row, the
+//! centre of rotation is found from the two views closest to 180° apart (parallel beams) and
+//! carried into the geometry as a detector shift, and the volume of the rows' slab is
+//! reconstructed and written. The geometry built is the file's (see
+//! [`rodl::io::ScanInfo::geometry_spec`]) in millimetres, restricted to the rows.
+//!
+//! Outputs: the `.npy` volume, `--geometry-out` and `--data-out` are written as one unit
+//! ([`crate::output`]); a TIFF stack or an HDF5 volume is written atomically by the library
+//! first (each all or nothing), then the other outputs are committed.
+
+use std::ops::Range;
+use std::time::Instant;
+
+use ndarray::{s, Array3, Axis};
+use rodl::io::{
+    for_each_chunk, frames_per_chunk, Frames, ScanGeometryOptions, DEFAULT_CHUNK_BYTES,
+};
+use rodl::memory::{format_bytes, host_memory_limit};
+use rodl::preprocess::{
+    find_centre_parallel, neg_log, remove_stripes_sorting, remove_zingers, CentreEstimate,
+    CentreOptions, FlatField, ZingerOptions, NEG_LOG_FLOOR,
+};
+use rodl::solvers::callback::ProgressBar;
+use rodl::tomo::{fbp_op, FbpOptions, FilterType, TomoSpec};
+use rodl::Operator;
+
+use super::{Compute, Setup};
+use crate::algorithm::{reconstruct, Settings};
+use crate::args::ScanArgs;
+use crate::io::{check_finite, write_npy, AnyArray};
+use crate::output::{check_distinct, Outputs};
+use crate::scan_input::{self, ScanInput};
+use crate::scan_options::{BeamArg, CentreArg, TiffDepth, VolumeFormat};
+use crate::Failure;
+
+/// The seconds each stage took, for `--verbose`.
+#[derive(Default)]
+struct Stages {
+    read: f64,
+    preprocess: f64,
+    setup: f64,
+    compute: f64,
+    write: f64,
+}
+
+/// `rodl scan`.
+pub fn run(args: &ScanArgs) -> Result<(), Failure> {
+    let start = Instant::now();
+    let settings = settings(args)?;
+    let filter: FilterType = args
+        .filter
+        .parse()
+        .map_err(|e| Failure::usage(format!("--filter: {}", crate::error_message(&e))))?;
+    let format = args
+        .format
+        .unwrap_or_else(|| VolumeFormat::from_path(&args.output));
+    if format == VolumeFormat::H5 && !cfg!(feature = "hdf5") {
+        return Err(Failure::usage(
+            "--format h5: this rodl was built without HDF5 support (build it with \
+             `--features hdf5`); write .npy or a TIFF stack",
+        ));
+    }
+    let compute = Compute::from_args(&args.compute)?;
+    let mut inputs = vec![("IN", args.input.as_path())];
+    for (name, p) in [("--flats", &args.flats), ("--darks", &args.darks)] {
+        if let Some(p) = p {
+            inputs.push((name, p.as_path()));
+        }
+    }
+    let mut names = vec![("--output", args.output.as_path())];
+    for (name, p) in [
+        ("--geometry-out", &args.geometry_out),
+        ("--data-out", &args.data_out),
+    ] {
+        if let Some(p) = p {
+            names.push((name, p.as_path()));
+        }
+    }
+    check_distinct(&names, &inputs)?;
+    if format == VolumeFormat::Tiff && args.output.is_file() {
+        return Err(Failure::new(format!(
+            "{} is a file: a TIFF stack is written into a folder (or name a .npy or .h5 output)",
+            args.output.display()
+        )));
+    }
+    let mut outputs = Outputs::new();
+    let npy_slot = match format {
+        VolumeFormat::Npy => Some(outputs.prepare(&args.output)?),
+        _ => None,
+    };
+    let geometry_slot = args
+        .geometry_out
+        .as_deref()
+        .map(|p| outputs.prepare(p))
+        .transpose()?;
+    let data_slot = args
+        .data_out
+        .as_deref()
+        .map(|p| outputs.prepare(p))
+        .transpose()?;
+
+    let mut stages = Stages::default();
+    let t = Instant::now();
+    let mut input = scan_input::open(args)?;
+    stages.read += t.elapsed().as_secs_f64();
+    let [nu, nv] = input.info.detector_shape;
+    let n = input.projections.len();
+    let rows = match args.rows {
+        Some(r) if r.end > nv => {
+            return Err(Failure::usage(format!(
+                "--rows {}:{}: the detector has {nv} rows",
+                r.start, r.end
+            )))
+        }
+        Some(r) => r.start..r.end,
+        None => 0..nv,
+    };
+    check_memory(n, nu, rows.len(), settings.is_some())?;
+    if args.verbose {
+        crate::term::note(&format!(
+            "rodl: scan {} ({}): {n} projections of {nu} × {nv} pixels (u × v), {} flats, {} \
+             darks; rows {}..{}",
+            args.input.display(),
+            input.format,
+            input.flats.len(),
+            input.darks.len(),
+            rows.start,
+            rows.end
+        ));
+    }
+    let cone = match args.beam {
+        BeamArg::Cone => true,
+        BeamArg::Parallel => false,
+        BeamArg::Auto => input.info.source_distance.value.is_some(),
+    };
+
+    let data = read_preprocessed(&mut input, rows.clone(), args, &mut stages)?;
+
+    let t = Instant::now();
+    let (det_offset_px, centre) = match args.centre {
+        CentreArg::Off => (0.0, None),
+        CentreArg::Shift(x) => (x, None),
+        CentreArg::Auto if cone => {
+            crate::term::note(
+                "rodl: note: the centre of a cone scan is not searched: the detector's centre \
+                 is used (give --centre PIXELS to shift it)",
+            );
+            (0.0, None)
+        }
+        CentreArg::Auto => {
+            let c =
+                find_centre_parallel(data.view(), &input.info.angles, &CentreOptions::default())
+                    .map_err(|e| {
+                        Failure::new(format!(
+                        "finding the centre of rotation: {} (give --centre PIXELS or --centre off)",
+                        crate::error_message(&e)
+                    ))
+                    })?;
+            (c.det_offset_px, Some(c))
+        }
+    };
+    stages.preprocess += t.elapsed().as_secs_f64();
+    if args.verbose {
+        note_centre(det_offset_px, centre.as_ref());
+    }
+
+    let opts = ScanGeometryOptions {
+        beam: if cone {
+            rodl::io::BeamChoice::Cone
+        } else {
+            rodl::io::BeamChoice::Parallel
+        },
+        det_offset_px,
+        ..ScanGeometryOptions::default()
+    };
+    let spec = rows_spec(input.info.tomo_spec(&opts, None)?, rows.clone(), nv);
+    let json = spec.to_json()?;
+    let setup = Setup::from_text(&json)?;
+    if let Some(slot) = geometry_slot {
+        outputs.write_bytes(slot, format!("{json}\n").as_bytes())?;
+    }
+    let data = match data_slot {
+        Some(slot) => {
+            let t = Instant::now();
+            let wrapped = AnyArray::F32(data.into_dyn());
+            outputs.write(slot, |w| write_npy(w, &wrapped))?;
+            stages.write += t.elapsed().as_secs_f64();
+            match wrapped {
+                AnyArray::F32(a) => a,
+                AnyArray::F64(_) => unreachable!("wrapped as float32 above"),
+            }
+        }
+        None => data.into_dyn(),
+    };
+
+    let t = Instant::now();
+    let ray = compute.ray_transform::<f32>(&setup)?;
+    let y = ray.range().element(data)?;
+    let fbp = match settings {
+        None => Some(fbp_op(&ray, &FbpOptions::new(filter))?),
+        Some(_) => None,
+    };
+    stages.setup += t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let x = match (&fbp, &settings) {
+        (Some(fbp), _) => fbp.apply(&y)?,
+        (None, Some(settings)) => {
+            let mut bar = if args.quiet {
+                ProgressBar::hidden(settings.iterations)
+            } else {
+                ProgressBar::new(settings.iterations)
+            };
+            let (x, _) = reconstruct(&ray, &compute.backend, &y, settings, &mut bar)?;
+            bar.inner().finish_and_clear();
+            x
+        }
+        (None, None) => unreachable!("FBP or an iterative method"),
+    };
+    drop(y);
+    let host = x.to_host()?;
+    stages.compute += t.elapsed().as_secs_f64();
+    check_finite(
+        &host.as_array()?,
+        "the reconstruction",
+        super::OVERFLOW_HINT,
+    )?;
+
+    let t = Instant::now();
+    let space = setup.spec.volume.space::<f32>()?;
+    match format {
+        VolumeFormat::Npy => {
+            let array = AnyArray::F32(host.into_array()?);
+            let slot = npy_slot.ok_or_else(|| Failure::new("internal error: no .npy output"))?;
+            outputs.write(slot, |w| write_npy(w, &array))?;
+        }
+        VolumeFormat::Tiff => {
+            let depth = match args.tiff_depth {
+                TiffDepth::Float32 => rodl::io::TiffSliceFormat::F32,
+                TiffDepth::Uint16 => rodl::io::TiffSliceFormat::U16(rodl::io::Window::Auto),
+            };
+            rodl::io::write_volume_tiff(&args.output, "slice_", &host, depth)?;
+        }
+        VolumeFormat::H5 => write_h5(args, &host, &space)?,
+    }
+    outputs.commit()?;
+    stages.write += t.elapsed().as_secs_f64();
+    if args.verbose {
+        crate::term::note(&format!(
+            "rodl: {} {:?} -> {} {:?} on {}: read {:.2} s, preprocess {:.2} s, set-up {:.2} s, \
+             compute {:.2} s, write {:.2} s (total {:.2} s)",
+            args.algorithm,
+            setup.data_shape(),
+            args.output.display(),
+            setup.volume_shape(),
+            compute.device,
+            stages.read,
+            stages.preprocess,
+            stages.setup,
+            stages.compute,
+            stages.write,
+            start.elapsed().as_secs_f64()
+        ));
+    }
+    Ok(())
+}
+
+/// The iterative method's settings, or `None` for FBP (usage errors for options that do not
+/// fit the method).
+fn settings(args: &ScanArgs) -> Result<Option<Settings>, Failure> {
+    let Some(algorithm) = args.algorithm.iterative() else {
+        if args.iterations.is_some() || args.tv_weight.is_some() {
+            return Err(Failure::usage(
+                "--iterations and --tv-weight apply to the iterative methods, not to fbp",
+            ));
+        }
+        return Ok(None);
+    };
+    let iterations = args.iterations.ok_or_else(|| {
+        Failure::usage(format!(
+            "{} needs --iterations N",
+            args.algorithm.to_string().to_lowercase()
+        ))
+    })?;
+    let settings = Settings {
+        algorithm,
+        iterations,
+        subsets: None,
+        nonnegative: false,
+        tv_weight: args.tv_weight,
+    };
+    settings.check(usize::MAX)?;
+    Ok(Some(settings))
+}
+
+/// Errors unless the preprocessed rows and the volume fit in the host-memory limit.
+fn check_memory(n: usize, nu: usize, rows: usize, iterative: bool) -> Result<(), Failure> {
+    let data = (n as u128) * (nu as u128) * (rows as u128) * 4;
+    let volume = (nu as u128) * (nu as u128) * (rows as u128) * 4;
+    // FBP: the data, their filtered copy, the volume and its host copy; iterative methods
+    // keep a few vectors of each.
+    let need = if iterative {
+        3 * data + 4 * volume
+    } else {
+        2 * data + 2 * volume
+    };
+    let limit = host_memory_limit() as u128;
+    if need > limit {
+        let per_row = need / rows.max(1) as u128;
+        let fit = (limit / per_row.max(1)).max(1);
+        return Err(Failure::new(format!(
+            "reconstructing {rows} detector rows needs about {} in memory, more than the limit \
+             of {} ({}): reconstruct slabs of at most {fit} rows with --rows A:B",
+            format_bytes(need),
+            format_bytes(limit),
+            rodl::memory::MEMORY_LIMIT_ENV
+        )));
+    }
+    Ok(())
+}
+
+/// Streams the projections, keeping `rows`, and preprocesses them: zingers, flat field, −log
+/// per chunk of views, then stripes over all views. Returns `[angle, u, rows]`.
+fn read_preprocessed(
+    input: &mut ScanInput,
+    rows: Range<usize>,
+    args: &ScanArgs,
+    stages: &mut Stages,
+) -> Result<Array3<f32>, Failure> {
+    let t = Instant::now();
+    let [nu, _] = input.info.detector_shape;
+    let n = input.projections.len();
+    let zingers = args.zingers.0.map(|t| ZingerOptions::new(t as f32));
+    let crop = |f: &Frames| Frames {
+        data: f.data.slice(s![.., .., rows.clone()]).to_owned(),
+        positions: f.positions.clone(),
+    };
+    let flat_field = if args.flat_field {
+        if input.flats.is_empty() {
+            return Err(Failure::new(format!(
+                "{} has no flat fields{}: give them, or --flat-field false for data that are \
+                 normalised already",
+                args.input.display(),
+                if input.format == "TIFF" {
+                    " (--flats DIR)"
+                } else {
+                    ""
+                }
+            )));
+        }
+        let mut flats = crop(&input.flats);
+        let mut darks = crop(&input.darks);
+        if let Some(z) = &zingers {
+            remove_zingers(flats.data.view_mut(), z)?;
+            remove_zingers(darks.data.view_mut(), z)?;
+        }
+        Some(if darks.is_empty() {
+            FlatField::without_darks(&flats)?
+        } else {
+            FlatField::new(&flats, &darks)?
+        })
+    } else {
+        None
+    };
+    let positions: Option<Vec<f64>> = input
+        .info
+        .projection_positions
+        .as_ref()
+        .map(|p| p.iter().map(|&k| k as f64).collect());
+    rodl::memory::check_host_array(&[n, nu, rows.len()], 4)?;
+    let mut data = Array3::<f32>::zeros([n, nu, rows.len()]);
+    let bar = if args.quiet {
+        ProgressBar::hidden(n)
+    } else {
+        ProgressBar::new(n)
+    };
+    bar.inner().set_message("reading");
+    let per_chunk = frames_per_chunk(input.projections.frame_shape(), DEFAULT_CHUNK_BYTES);
+    let mut busy = 0.0;
+    let mut bad_pixels = 0usize;
+    let log = args.log;
+    for_each_chunk(input.projections.as_mut(), per_chunk, |first, chunk| {
+        let t = Instant::now();
+        let k = chunk.shape()[0];
+        let mut out = data.slice_mut(s![first..first + k, .., ..]);
+        out.assign(&chunk.slice(s![.., .., rows.clone()]));
+        if let Some(z) = &zingers {
+            remove_zingers(out.view_mut(), z)?;
+        }
+        if let Some(ff) = &flat_field {
+            let at = positions.as_ref().map(|p| &p[first..first + k]);
+            bad_pixels += ff.apply(out.view_mut(), at)?.bad_pixels;
+        }
+        if log {
+            neg_log(out.view_mut(), NEG_LOG_FLOOR);
+        }
+        bar.inner().inc(k as u64);
+        busy += t.elapsed().as_secs_f64();
+        Ok(())
+    })?;
+    bar.inner().finish_and_clear();
+    let t_stripes = Instant::now();
+    if let Some(width) = args.stripes.0 {
+        remove_stripes_sorting(data.view_mut(), width)?;
+    }
+    busy += t_stripes.elapsed().as_secs_f64();
+    stages.preprocess += busy;
+    stages.read += t.elapsed().as_secs_f64() - busy;
+    if bad_pixels > 0 && !args.quiet {
+        crate::term::note(&format!(
+            "rodl: warning: {bad_pixels} pixels had a flat no brighter than the dark and were \
+             set to transmission 1"
+        ));
+    }
+    if data.iter().any(|v| !v.is_finite()) {
+        let views = data
+            .axis_iter(Axis(0))
+            .position(|v| v.iter().any(|x| !x.is_finite()))
+            .unwrap_or(0);
+        return Err(Failure::new(format!(
+            "{}: the preprocessed data are not finite (first in view {views}): the file holds \
+             NaN or infinite values",
+            args.input.display()
+        )));
+    }
+    Ok(data)
+}
+
+/// The `--verbose` line about the centre of rotation.
+fn note_centre(det_offset_px: f64, centre: Option<&CentreEstimate>) {
+    let line = match centre {
+        Some(c) => format!(
+            "rodl: centre of rotation: axis at u = {:.2} px, a detector shift of {:.2} px \
+             (views {} and {}, {:.3}° from 180° apart)",
+            c.axis_px,
+            c.det_offset_px,
+            c.views.0,
+            c.views.1,
+            c.angle_mismatch.to_degrees()
+        ),
+        None => format!("rodl: centre of rotation: a detector shift of {det_offset_px:.2} px"),
+    };
+    crate::term::note(&line);
+}
+
+/// The scan's volume and geometry restricted to the detector rows `rows` of `nv`: the
+/// detector's v range (or, for per-view vectors, each view's detector centre) and the
+/// volume's z range shrink to those rows.
+fn rows_spec(mut spec: TomoSpec, rows: Range<usize>, nv: usize) -> TomoSpec {
+    if rows == (0..nv) {
+        return spec;
+    }
+    let (a, b, nv_f) = (rows.start as f64, rows.end as f64, nv as f64);
+    let det = &mut spec.geometry.detector;
+    if let (Some(min), Some(max)) = (det.min.as_mut(), det.max.as_mut()) {
+        let (lo, hi) = (min[1], max[1]);
+        let step = (hi - lo) / nv_f;
+        min[1] = lo + a * step;
+        max[1] = lo + b * step;
+    }
+    det.shape[1] = rows.len();
+    if let Some(views) = spec.geometry.views.as_mut() {
+        let shift = 0.5 * (a + b) - 0.5 * nv_f;
+        for view in views {
+            if let Some(dv) = &view.det_v {
+                for (c, d) in view.det_center.iter_mut().zip(dv) {
+                    *c += shift * d;
+                }
+            }
+        }
+    }
+    let vol = &mut spec.volume;
+    let (lo, hi) = (vol.min_pt[2], vol.max_pt[2]);
+    let step = (hi - lo) / nv_f;
+    vol.min_pt[2] = lo + a * step;
+    vol.max_pt[2] = lo + b * step;
+    vol.shape[2] = rows.len();
+    spec
+}
+
+/// Writes the HDF5 volume.
+#[cfg(feature = "hdf5")]
+fn write_h5(
+    args: &ScanArgs,
+    host: &rodl::Element<f32>,
+    space: &rodl::Space<f32>,
+) -> Result<(), Failure> {
+    Ok(rodl::io::write_volume_hdf5(
+        &args.output,
+        &args.dataset,
+        host,
+        space,
+    )?)
+}
+
+/// Without HDF5 support (refused before any work).
+#[cfg(not(feature = "hdf5"))]
+fn write_h5(
+    _args: &ScanArgs,
+    _host: &rodl::Element<f32>,
+    _space: &rodl::Space<f32>,
+) -> Result<(), Failure> {
+    Err(Failure::new("this rodl was built without HDF5 support"))
+}
