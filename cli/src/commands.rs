@@ -19,6 +19,7 @@ use crate::args::DeviceArgs;
 use crate::image::ImageArgs;
 use crate::io::{check_finite, write_npy, NpyScalar};
 use crate::output::{check_distinct, Outputs, Slot};
+use crate::stages::Stages;
 use crate::Failure;
 
 /// What may make a result overflow, for the message when it is not finite.
@@ -57,24 +58,30 @@ impl ResultOutputs {
 
 /// Writes a command's result `x` (an element of a volume space, on any device; `what` names
 /// it in messages): the `.npy` output and, when asked, its PNG, as one unit. A result with
-/// non-finite values is an error and nothing is written.
+/// non-finite values is an error and nothing is written. `stages` gets the times of the
+/// download, the check and the write.
 pub fn write_result<T: NpyScalar>(
     out: ResultOutputs,
     x: &rodl::Element<T>,
     image: &ImageArgs,
     what: &str,
+    stages: &mut Stages,
 ) -> Result<(), Failure> {
     let ResultOutputs {
         mut outputs,
         npy,
         png,
     } = out;
-    let host = x.to_host()?;
-    check_finite(&host.as_array()?, what, OVERFLOW_HINT)?;
-    image.write(&mut outputs, png, &host)?;
-    let array = T::wrap(host.into_array()?);
-    outputs.write(npy, |w| write_npy(w, &array))?;
-    outputs.commit()
+    let host = stages.time("download", || Ok(x.to_host()?))?;
+    stages.time("check", || {
+        check_finite(&host.as_array()?, what, OVERFLOW_HINT)
+    })?;
+    stages.time("write", || {
+        image.write(&mut outputs, png, &host)?;
+        let array = T::wrap(host.into_array()?);
+        outputs.write(npy, |w| write_npy(w, &array))?;
+        outputs.commit()
+    })
 }
 
 /// A geometry file, read and checked.
@@ -185,6 +192,20 @@ impl Compute {
     /// The volume space of `setup` in precision `T` on this device.
     pub fn volume<T: Scalar>(&self, setup: &Setup) -> Result<Space<T>, Failure> {
         Ok(setup.spec.volume.space::<T>()?.with_device(self.device)?)
+    }
+
+    /// The ray transform of `setup` on host spaces, computed on this device: on a GPU the
+    /// host arrays stream through it in pieces, their transfers overlapped with the kernels
+    /// (one application: `project`, `backproject`), instead of being copied up whole first.
+    pub fn host_ray_transform<T: Scalar>(
+        &self,
+        setup: &Setup,
+    ) -> Result<Arc<RayTransform<T>>, Failure> {
+        Ok(Arc::new(RayTransform::new(
+            setup.spec.volume.space::<T>()?,
+            setup.geometry.clone(),
+            self.backend.clone(),
+        )?))
     }
 
     /// The ray transform of `setup` on this device (data stay on the device).

@@ -68,18 +68,25 @@ impl AnyArray {
     }
 }
 
-/// The number of non-finite entries (NaN, ±Inf) of `a` and the index of the first one.
-fn non_finite<T: num_traits::Float>(a: &ArrayViewD<'_, T>) -> (usize, Option<Vec<usize>>) {
-    let mut n = 0;
-    let mut first = None;
-    for (idx, v) in a.indexed_iter() {
-        if !v.is_finite() {
-            n += 1;
-            if first.is_none() {
-                first = Some(idx.slice().to_vec());
-            }
-        }
+/// The number of non-finite entries (NaN, ±Inf) of `a` and the index of the first one. The
+/// count runs over the memory in parallel chunks; only when there is something to report is
+/// the (slow, dynamic-index) logical-order walk made for the first index.
+fn non_finite<T: num_traits::Float + Send + Sync>(
+    a: &ArrayViewD<'_, T>,
+) -> (usize, Option<Vec<usize>>) {
+    use rayon::prelude::*;
+    let count = |c: &[T]| c.iter().filter(|v| !v.is_finite()).count();
+    let n = match a.as_slice_memory_order() {
+        Some(s) => s.par_chunks(1 << 16).map(count).sum(),
+        None => a.iter().filter(|v| !v.is_finite()).count(),
+    };
+    if n == 0 {
+        return (0, None);
     }
+    let first = a
+        .indexed_iter()
+        .find(|(_, v)| !v.is_finite())
+        .map(|(idx, _)| idx.slice().to_vec());
     (n, first)
 }
 
@@ -596,7 +603,7 @@ pub fn write_npy(out: &mut dyn Write, array: &AnyArray) -> Result<(), WriteError
 
 /// Errors unless every entry of `array` is finite; `what` says what it is ("the
 /// reconstruction") and `hint` what may have caused overflow.
-pub fn check_finite<T: num_traits::Float>(
+pub fn check_finite<T: num_traits::Float + Send + Sync>(
     array: &ArrayViewD<'_, T>,
     what: &str,
     hint: &str,

@@ -206,7 +206,9 @@ impl<O: OperatorHandle> Factory<O> {
         self.inner.linear
     }
 
-    /// Builds a new operator whose domain and range live on `device`.
+    /// Builds a new operator whose domain and range live on `device` — or one of them, where
+    /// the operator's own options say so, in host memory (a ray transform built for a GPU with
+    /// a CUDA memory budget below its data keeps the data on the host and streams them).
     ///
     /// Errors (never panics) when the device cannot be used, when the operator cannot be built
     /// there, or when what was built is not what the factory describes.
@@ -214,16 +216,22 @@ impl<O: OperatorHandle> Factory<O> {
         let built = (self.inner.build)(device)?;
         let op = built.operator();
         let ctx = &self.inner.describe;
+        // One side may stay on the host where a GPU was asked for (an operator's own options
+        // keep it there: a ray transform whose data exceed its CUDA memory budget streams them
+        // through the GPU in pieces); an operator with neither side on the device ignored it.
+        let host_ok = op.domain().device() == device || op.range().device() == device;
         check_space(
             op.domain(),
             &self.inner.domain,
             device,
+            host_ok,
             &format!("{ctx}: built domain"),
         )?;
         check_space(
             op.range(),
             &self.inner.range,
             device,
+            host_ok,
             &format!("{ctx}: built range"),
         )?;
         Ok(built)

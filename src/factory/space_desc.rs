@@ -225,14 +225,16 @@ impl<T: Scalar> SpaceDescExt for Space<T> {
     }
 }
 
-/// Errors unless `space` is described by `desc` and lives on `device`.
+/// Errors unless `space` is described by `desc` and lives on `device` (or, with `host_ok`, on
+/// the host).
 pub(crate) fn check_space<T: Scalar>(
     space: &Space<T>,
     desc: &SpaceDesc,
     device: Device,
+    host_ok: bool,
     context: &str,
 ) -> Result<()> {
-    if space.device() != device {
+    if space.device() != device && !(host_ok && space.device() == Device::Cpu) {
         return Err(Error::DeviceMismatch {
             context: context.into(),
             expected: device.to_string(),

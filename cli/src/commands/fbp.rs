@@ -1,7 +1,5 @@
 //! `rodl fbp`: filtered back-projection (FDK for cone beams) with `rodl::tomo::fbp_op`.
 
-use std::time::Instant;
-
 use ndarray::ArrayD;
 use rodl::tomo::{fbp_op, FbpOptions, FilterType};
 use rodl::Operator;
@@ -10,6 +8,7 @@ use super::{write_result, Compute, ResultOutputs, Setup};
 use crate::args::FbpArgs;
 use crate::io::{read_array, AnyArray, Dtype, NpyFile, NpyScalar};
 use crate::out_of_core::{self, Job};
+use crate::stages::Stages;
 use crate::Failure;
 
 /// The FBP options of the command line (usage errors when a value is wrong).
@@ -78,15 +77,25 @@ pub fn run(args: &FbpArgs) -> Result<(), Failure> {
         return Ok(());
     }
     drop(npy);
-    let input = read_array(&args.input)?;
-    let start = Instant::now();
+    let mut stages = Stages::new(compute.device);
+    let input = stages.time("read", || read_array(&args.input))?;
+    stages.moved(
+        "read",
+        std::fs::metadata(&args.input).map_or(0, |m| m.len()),
+    );
     match input {
-        AnyArray::F32(y) => reconstruct(&setup, &compute, &options, y, out, args),
-        AnyArray::F64(y) => reconstruct(&setup, &compute, &options, y, out, args),
+        AnyArray::F32(y) => reconstruct(&setup, &compute, &options, y, out, args, &mut stages),
+        AnyArray::F64(y) => reconstruct(&setup, &compute, &options, y, out, args, &mut stages),
     }?;
+    stages.moved(
+        "write",
+        std::fs::metadata(&args.output).map_or(0, |m| m.len()),
+    );
     if args.verbose {
         let how = compute.device.to_string();
-        note_done(&options, &setup, args, &how, start.elapsed().as_secs_f64());
+        let seconds = stages.sum_except(&["read", "write"]);
+        note_done(&options, &setup, args, &how, seconds);
+        crate::term::note(&format!("rodl: stages: {}", stages.describe()));
     }
     Ok(())
 }
@@ -113,9 +122,14 @@ fn reconstruct<T: NpyScalar>(
     y: ArrayD<T>,
     out: ResultOutputs,
     args: &FbpArgs,
+    stages: &mut Stages,
 ) -> Result<(), Failure> {
-    let ray = compute.ray_transform::<T>(setup)?;
-    let fbp = fbp_op(&ray, options)?;
-    let x = fbp.apply(&ray.range().element(y)?)?;
-    write_result(out, &x, &args.image, "the reconstruction")
+    let (ray, fbp) = stages.time("set-up", || {
+        let ray = compute.ray_transform::<T>(setup)?;
+        let fbp = fbp_op(&ray, options)?;
+        Ok((ray, fbp))
+    })?;
+    let y = stages.time("upload", || Ok(ray.range().element(y)?))?;
+    let x = stages.time("fbp", || Ok(fbp.apply(&y)?))?;
+    write_result(out, &x, &args.image, "the reconstruction", stages)
 }

@@ -5,6 +5,7 @@ use rodl::tomo::phantom::shepp_logan;
 use super::{write_result, ResultOutputs, Setup};
 use crate::args::{DtypeArg, PhantomArgs, PhantomKind};
 use crate::io::NpyScalar;
+use crate::stages::Stages;
 use crate::Failure;
 
 /// `rodl phantom`.
@@ -27,5 +28,11 @@ fn make<T: NpyScalar>(
 ) -> Result<(), Failure> {
     let space = setup.spec.volume.space::<T>()?;
     let x = shepp_logan(&space, args.kind == PhantomKind::ModifiedSheppLogan)?;
-    write_result(out, &x, &args.image, "the phantom")
+    write_result(
+        out,
+        &x,
+        &args.image,
+        "the phantom",
+        &mut Stages::new(rodl::Device::Cpu),
+    )
 }

@@ -10,6 +10,7 @@ use super::{write_result, Compute, ResultOutputs, Setup};
 use crate::algorithm::{reconstruct, Settings};
 use crate::args::ReconstructArgs;
 use crate::io::{read_array, AnyArray, NpyScalar};
+use crate::stages::Stages;
 use crate::Failure;
 
 /// `rodl reconstruct`.
@@ -94,6 +95,12 @@ fn run_typed<T: NpyScalar>(
     };
     let (x, done) = reconstruct(&ray, &compute.backend, &data, settings, &mut bar)?;
     bar.inner().abandon(); // leave the bar where the solver stopped
-    write_result(out, &x, &args.image, "the reconstruction")?;
+    write_result(
+        out,
+        &x,
+        &args.image,
+        "the reconstruction",
+        &mut Stages::new(compute.device),
+    )?;
     Ok(done)
 }

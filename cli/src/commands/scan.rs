@@ -37,21 +37,11 @@ use crate::io::{check_finite, write_npy, AnyArray};
 use crate::output::{check_distinct, Outputs};
 use crate::scan_input::{self, ScanInput};
 use crate::scan_options::{BeamArg, CentreArg, TiffDepth, VolumeFormat};
+use crate::stages::Stages;
 use crate::Failure;
-
-/// The seconds each stage took, for `--verbose`.
-#[derive(Default)]
-struct Stages {
-    read: f64,
-    preprocess: f64,
-    setup: f64,
-    compute: f64,
-    write: f64,
-}
 
 /// `rodl scan`.
 pub fn run(args: &ScanArgs) -> Result<(), Failure> {
-    let start = Instant::now();
     let settings = settings(args)?;
     let filter: FilterType = args
         .filter
@@ -105,10 +95,10 @@ pub fn run(args: &ScanArgs) -> Result<(), Failure> {
         .map(|p| outputs.prepare(p))
         .transpose()?;
 
-    let mut stages = Stages::default();
+    let mut stages = Stages::new(compute.device);
     let t = Instant::now();
     let mut input = scan_input::open(args)?;
-    stages.read += t.elapsed().as_secs_f64();
+    stages.add("read", t.elapsed().as_secs_f64());
     let [nu, nv] = input.info.detector_shape;
     let n = input.projections.len();
     let rows = match args.rows {
@@ -165,7 +155,7 @@ pub fn run(args: &ScanArgs) -> Result<(), Failure> {
             (c.det_offset_px, Some(c))
         }
     };
-    stages.preprocess += t.elapsed().as_secs_f64();
+    stages.add("preprocess", t.elapsed().as_secs_f64());
     if args.verbose {
         note_centre(det_offset_px, centre.as_ref());
     }
@@ -190,7 +180,7 @@ pub fn run(args: &ScanArgs) -> Result<(), Failure> {
             let t = Instant::now();
             let wrapped = AnyArray::F32(data.into_dyn());
             outputs.write(slot, |w| write_npy(w, &wrapped))?;
-            stages.write += t.elapsed().as_secs_f64();
+            stages.add("write", t.elapsed().as_secs_f64());
             match wrapped {
                 AnyArray::F32(a) => a,
                 AnyArray::F64(_) => unreachable!("wrapped as float32 above"),
@@ -206,7 +196,7 @@ pub fn run(args: &ScanArgs) -> Result<(), Failure> {
         None => Some(fbp_op(&ray, &FbpOptions::new(filter))?),
         Some(_) => None,
     };
-    stages.setup += t.elapsed().as_secs_f64();
+    stages.add("set-up", t.elapsed().as_secs_f64());
     let t = Instant::now();
     let x = match (&fbp, &settings) {
         (Some(fbp), _) => fbp.apply(&y)?,
@@ -224,7 +214,7 @@ pub fn run(args: &ScanArgs) -> Result<(), Failure> {
     };
     drop(y);
     let host = x.to_host()?;
-    stages.compute += t.elapsed().as_secs_f64();
+    stages.add("compute", t.elapsed().as_secs_f64());
     check_finite(
         &host.as_array()?,
         "the reconstruction",
@@ -249,22 +239,16 @@ pub fn run(args: &ScanArgs) -> Result<(), Failure> {
         VolumeFormat::H5 => write_h5(args, &host, &space)?,
     }
     outputs.commit()?;
-    stages.write += t.elapsed().as_secs_f64();
+    stages.add("write", t.elapsed().as_secs_f64());
     if args.verbose {
         crate::term::note(&format!(
-            "rodl: {} {:?} -> {} {:?} on {}: read {:.2} s, preprocess {:.2} s, set-up {:.2} s, \
-             compute {:.2} s, write {:.2} s (total {:.2} s)",
+            "rodl: {} {:?} -> {} {:?} on {}: {}",
             args.algorithm,
             setup.data_shape(),
             args.output.display(),
             setup.volume_shape(),
             compute.device,
-            stages.read,
-            stages.preprocess,
-            stages.setup,
-            stages.compute,
-            stages.write,
-            start.elapsed().as_secs_f64()
+            stages.describe()
         ));
     }
     Ok(())
@@ -409,8 +393,8 @@ fn read_preprocessed(
         remove_stripes_sorting(data.view_mut(), width)?;
     }
     busy += t_stripes.elapsed().as_secs_f64();
-    stages.preprocess += busy;
-    stages.read += t.elapsed().as_secs_f64() - busy;
+    stages.add("preprocess", busy);
+    stages.add("read", t.elapsed().as_secs_f64() - busy);
     if bad_pixels > 0 && !args.quiet {
         crate::term::note(&format!(
             "rodl: warning: {bad_pixels} pixels had a flat no brighter than the dark and were \

@@ -1,8 +1,6 @@
 //! `rodl project` and `rodl backproject`: the ray transform and its exact adjoint, with
 //! optional simulated noise on projections.
 
-use std::time::Instant;
-
 use ndarray::ArrayD;
 use rodl::{Device, LinearOperator, Operator, Scalar};
 
@@ -12,6 +10,7 @@ use crate::io::{check_finite, read_array, write_npy, AnyArray, Dtype, NpyFile};
 use crate::noise::Noise;
 use crate::out_of_core::{self, Job};
 use crate::output::{check_distinct, Outputs};
+use crate::stages::Stages;
 use crate::Failure;
 
 /// Which way a ray transform is applied.
@@ -90,22 +89,38 @@ pub fn run(
         return Ok(());
     }
     drop(npy);
-    let input = read_array(&args.input)?;
-    let start = Instant::now();
+    let mut stages = Stages::new(compute.device);
+    let input = stages.time("read", || read_array(&args.input))?;
+    stages.moved(
+        "read",
+        std::fs::metadata(&args.input).map_or(0, |m| m.len()),
+    );
     let output = match input {
-        AnyArray::F32(a) => AnyArray::F32(apply(&setup, &compute, a, direction, noise)?),
-        AnyArray::F64(a) => AnyArray::F64(apply(&setup, &compute, a, direction, noise)?),
+        AnyArray::F32(a) => {
+            AnyArray::F32(apply(&setup, &compute, a, direction, noise, &mut stages)?)
+        }
+        AnyArray::F64(a) => {
+            AnyArray::F64(apply(&setup, &compute, a, direction, noise, &mut stages)?)
+        }
     };
-    let elapsed = start.elapsed();
-    outputs.write(slot, |w| write_npy(w, &output))?;
-    outputs.commit()?;
+    let compute_s = stages.sum_except(&["read"]);
+    stages.time("write", || {
+        outputs.write(slot, |w| write_npy(w, &output))?;
+        outputs.commit()
+    })?;
+    stages.moved(
+        "write",
+        std::fs::metadata(&args.output).map_or(0, |m| m.len()),
+    );
     if args.verbose {
         let done = Done {
             direction,
             dtype,
             noise,
         };
-        done.note(&expected, args, output.shape(), "", elapsed.as_secs_f64());
+        let how = format!(" on {}", compute.device);
+        done.note(&expected, args, output.shape(), &how, compute_s);
+        crate::term::note(&format!("rodl: stages: {}", stages.describe()));
     }
     Ok(())
 }
@@ -155,29 +170,44 @@ fn apply<T: Scalar>(
     input: ArrayD<T>,
     direction: Direction,
     noise: Option<(Noise, u64)>,
+    stages: &mut Stages,
 ) -> Result<ArrayD<T>, Failure> {
-    let ray = compute.ray_transform::<T>(setup)?;
+    // Host spaces: on a GPU the transform streams the host arrays through it (the time of
+    // the transfers is in "transform").
+    let ray = stages.time("set-up", || compute.host_ray_transform::<T>(setup))?;
     let (out, what) = match direction {
-        Direction::Forward => (ray.apply(&ray.domain().element(input)?)?, "the projection"),
-        Direction::Adjoint => (
-            ray.adjoint()?.apply(&ray.range().element(input)?)?,
-            "the back-projection",
-        ),
+        Direction::Forward => {
+            let x = ray.domain().element(input)?;
+            (
+                stages.time("transform", || Ok(ray.apply(&x)?))?,
+                "the projection",
+            )
+        }
+        Direction::Adjoint => {
+            let y = ray.range().element(input)?;
+            let adj = ray.adjoint()?;
+            (
+                stages.time("transform", || Ok(adj.apply(&y)?))?,
+                "the back-projection",
+            )
+        }
     };
-    let out = out.to_host()?.into_array()?;
-    check_finite(&out.view(), what, OVERFLOW_HINT)?;
+    let out = out.into_array()?;
+    stages.time("check", || check_finite(&out.view(), what, OVERFLOW_HINT))?;
     let Some((noise, seed)) = noise else {
         return Ok(out);
     };
-    let host = ray.range().with_device(Device::Cpu)?;
-    let noisy = noise
-        .apply(&host, &host.element(out)?, seed)
-        .map_err(|e| noise.failure(&e))?
-        .into_array()?;
-    check_finite(
-        &noisy.view(),
-        "the noisy projection",
-        "--noise is too strong for the precision (float32 overflows beyond 3.4e38)",
-    )?;
-    Ok(noisy)
+    stages.time("noise", || {
+        let host = ray.range().with_device(Device::Cpu)?;
+        let noisy = noise
+            .apply(&host, &host.element(out)?, seed)
+            .map_err(|e| noise.failure(&e))?
+            .into_array()?;
+        check_finite(
+            &noisy.view(),
+            "the noisy projection",
+            "--noise is too strong for the precision (float32 overflows beyond 3.4e38)",
+        )?;
+        Ok(noisy)
+    })
 }
