@@ -263,6 +263,29 @@ impl<T: Scalar> Element<T> {
         self.to_device(Device::Cpu)
     }
 
+    /// The element in host memory, without a copy when it already lives there (a GPU
+    /// element's data are copied down). Use it instead of [`Element::to_host`] to take a
+    /// result out of a computation: `to_host` always copies.
+    ///
+    /// ```
+    /// let x = rodl::rn::<f32>(&[3])?.element_from_vec(vec![1.0, 2.0, 3.0])?;
+    /// let before = x.as_slice()?.as_ptr();
+    /// let h = x.into_host()?;
+    /// assert_eq!(h.as_slice()?.as_ptr(), before); // moved, not copied
+    /// # Ok::<(), rodl::Error>(())
+    /// ```
+    pub fn into_host(self) -> Result<Self> {
+        match self.kind {
+            ElementKind::Tensor(s) if s.device() == Device::Cpu => Ok(Element::tensor(s)),
+            ElementKind::Tensor(s) => Ok(Element::tensor(s.to_device(Device::Cpu)?)),
+            ElementKind::Product(p) => Ok(Element::product(
+                p.into_iter()
+                    .map(Element::into_host)
+                    .collect::<Result<Vec<_>>>()?,
+            )),
+        }
+    }
+
     /// A copy of the data on `device` (explicit transfer; a copy also when already there).
     pub fn to_device(&self, device: Device) -> Result<Self> {
         Ok(match (&self.kind, device) {

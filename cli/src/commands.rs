@@ -62,7 +62,7 @@ impl ResultOutputs {
 /// download, the check and the write.
 pub fn write_result<T: NpyScalar>(
     out: ResultOutputs,
-    x: &rodl::Element<T>,
+    x: rodl::Element<T>,
     image: &ImageArgs,
     what: &str,
     stages: &mut Stages,
@@ -72,7 +72,7 @@ pub fn write_result<T: NpyScalar>(
         npy,
         png,
     } = out;
-    let host = stages.time("download", || Ok(x.to_host()?))?;
+    let host = stages.time("download", || Ok(x.into_host()?))?;
     stages.time("check", || {
         check_finite(&host.as_array()?, what, OVERFLOW_HINT)
     })?;

@@ -71,6 +71,7 @@ from ._geometry import (
     uniform_partition,
 )
 from ._odl import from_odl
+from . import io
 
 __all__ = [
     "CUDA_BUILT",
@@ -103,6 +104,7 @@ __all__ = [
     "fbp_op",
     "fista_tv",
     "from_odl",
+    "io",
     "landweber",
     "mlem",
     "osem",

@@ -53,6 +53,16 @@ __all__ = [
     "psnr",
     "ssim",
     "relative_error",
+    "HDF5_BUILT",
+    "Scan",
+    "read_tiff",
+    "read_nxtomo",
+    "read_dxchange",
+    "flat_field",
+    "neg_log",
+    "remove_zingers",
+    "remove_stripes",
+    "find_centre",
 ]
 
 __version__: str
@@ -327,3 +337,59 @@ def fista_tv(
     callback: Optional[_Callback] = None,
     progress: bool = False,
 ) -> _SolverInfo: ...
+
+# Scanner data in (rodl.io).
+HDF5_BUILT: bool
+
+@final
+class Scan:
+    @property
+    def projections(self) -> _Array: ...
+    @property
+    def flats(self) -> _Array: ...
+    @property
+    def darks(self) -> _Array: ...
+    @property
+    def angles(self) -> _Array: ...
+    @property
+    def path(self) -> str: ...
+    @property
+    def format(self) -> str: ...
+    @property
+    def detector_shape(self) -> Tuple[int, int]: ...
+    @property
+    def pixel_size(self) -> Tuple[Optional[float], Optional[float]]: ...
+    @property
+    def sample_pixel_size(self) -> Tuple[Optional[float], Optional[float]]: ...
+    @property
+    def source_distance(self) -> Optional[float]: ...
+    @property
+    def detector_distance(self) -> Optional[float]: ...
+    def geometry_json(
+        self,
+        det_offset_px: float = 0.0,
+        beam: str = "auto",
+        unit: str = "mm",
+        pixel_size: Optional[float] = None,
+        source_distance: Optional[float] = None,
+        detector_distance: Optional[float] = None,
+    ) -> str: ...
+
+def read_tiff(
+    projections: Union[str, PathLike],
+    angles: Sequence[float],
+    flats: Optional[Union[str, PathLike]] = None,
+    darks: Optional[Union[str, PathLike]] = None,
+) -> Scan: ...
+def read_nxtomo(path: Union[str, PathLike], entry: Optional[str] = None) -> Scan: ...
+def read_dxchange(path: Union[str, PathLike]) -> Scan: ...
+def flat_field(projections: _ArrayLike, flats: _ArrayLike, darks: Optional[_ArrayLike] = None) -> _Array: ...
+def neg_log(data: _ArrayLike, floor: float = 1e-6) -> _Array: ...
+def remove_zingers(frames: _ArrayLike, threshold: float) -> Tuple[_Array, int]: ...
+def remove_stripes(data: _ArrayLike, size: int) -> _Array: ...
+def find_centre(
+    data: _ArrayLike,
+    angles: Sequence[float],
+    max_offset_px: Optional[float] = None,
+    max_angle_mismatch: Optional[float] = None,
+) -> Tuple[float, float]: ...

@@ -9,6 +9,7 @@ mod dlpack;
 mod errors;
 mod factory;
 mod geometry;
+mod io;
 mod operator;
 mod phantom;
 mod scalar;
@@ -32,5 +33,6 @@ fn _rodl(m: &Bound<'_, PyModule>) -> PyResult<()> {
     phantom::register(m)?;
     solvers::register(m)?;
     diagnostics::register(m)?;
+    io::register(m)?;
     Ok(())
 }

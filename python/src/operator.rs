@@ -102,7 +102,7 @@ pub fn apply<T: Real>(
         .detach(|| -> rodl::Result<Vec<T>> {
             if batch == 1 {
                 let xe = domain.element_from_vec(data)?;
-                let y = op.apply(&xe)?.to_host()?;
+                let y = op.apply(&xe)?.into_host()?;
                 return y.into_array().map(|a| a.into_raw_vec_and_offset().0);
             }
             let mut res = Vec::new();

@@ -131,5 +131,5 @@ fn reconstruct<T: NpyScalar>(
     })?;
     let y = stages.time("upload", || Ok(ray.range().element(y)?))?;
     let x = stages.time("fbp", || Ok(fbp.apply(&y)?))?;
-    write_result(out, &x, &args.image, "the reconstruction", stages)
+    write_result(out, x, &args.image, "the reconstruction", stages)
 }

@@ -30,7 +30,7 @@ fn make<T: NpyScalar>(
     let x = shepp_logan(&space, args.kind == PhantomKind::ModifiedSheppLogan)?;
     write_result(
         out,
-        &x,
+        x,
         &args.image,
         "the phantom",
         &mut Stages::new(rodl::Device::Cpu),

@@ -97,7 +97,7 @@ fn run_typed<T: NpyScalar>(
     bar.inner().abandon(); // leave the bar where the solver stopped
     write_result(
         out,
-        &x,
+        x,
         &args.image,
         "the reconstruction",
         &mut Stages::new(compute.device),

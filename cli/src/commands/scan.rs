@@ -181,10 +181,10 @@ pub fn run(args: &ScanArgs) -> Result<(), Failure> {
             let wrapped = AnyArray::F32(data.into_dyn());
             outputs.write(slot, |w| write_npy(w, &wrapped))?;
             stages.add("write", t.elapsed().as_secs_f64());
-            match wrapped {
-                AnyArray::F32(a) => a,
-                AnyArray::F64(_) => unreachable!("wrapped as float32 above"),
-            }
+            let AnyArray::F32(a) = wrapped else {
+                return Err(Failure::new("internal error: the data are float32"));
+            };
+            a
         }
         None => data.into_dyn(),
     };
@@ -210,10 +210,14 @@ pub fn run(args: &ScanArgs) -> Result<(), Failure> {
             bar.inner().finish_and_clear();
             x
         }
-        (None, None) => unreachable!("FBP or an iterative method"),
+        (None, None) => {
+            return Err(Failure::new(
+                "internal error: neither FBP nor an iterative method was chosen",
+            ))
+        }
     };
     drop(y);
-    let host = x.to_host()?;
+    let host = x.into_host()?;
     stages.add("compute", t.elapsed().as_secs_f64());
     check_finite(
         &host.as_array()?,

@@ -1,0 +1,132 @@
+"""Scanner data in: TIFF stacks, NeXus NXtomo and DXchange files, and their preprocessing.
+
+The readers are rodl's own (``rodl::io`` in Rust): a :class:`Scan` holds the projections,
+flats and darks as float32 arrays ``[frame, u, v]`` (u the image column, v its row from the
+bottom, rodl's and ODL's data layout), the angles in radians and what the file records (lengths
+in metres). NXtomo and DXchange need a build with HDF5 (``HDF5_BUILT``); otherwise they raise
+``NotImplementedError``. The preprocessing functions take NumPy arrays or PyTorch tensors (a
+tensor is processed on the host and returned on its device) and return new arrays.
+
+>>> import numpy as np, rodl
+>>> counts = np.full((4, 8, 2), 50.0, dtype="float32")
+>>> flats = np.full((2, 8, 2), 100.0, dtype="float32")
+>>> line_integrals = rodl.io.neg_log(rodl.io.flat_field(counts, flats))
+>>> float(line_integrals[0, 0, 0]) == float(np.float32(np.log(2.0)))
+True
+
+A whole scan, from the file to a reconstruction::
+
+    scan = rodl.io.read_nxtomo("tomo.nx")
+    y = rodl.io.neg_log(rodl.io.flat_field(scan.projections, scan.flats, scan.darks))
+    _, offset = rodl.io.find_centre(y, scan.angles)
+    space, geometry = rodl.io.scan_geometry(scan, det_offset_px=offset)
+    x = rodl.fbp_op(rodl.RayTransform(space, geometry))(y)
+"""
+
+import json
+import sys
+from typing import Any, Callable, Optional, Tuple
+
+from . import _rodl
+from ._rodl import HDF5_BUILT, Geometry, Scan, Space, read_dxchange, read_nxtomo, read_tiff
+
+__all__ = [
+    "HDF5_BUILT",
+    "Scan",
+    "find_centre",
+    "flat_field",
+    "neg_log",
+    "read_dxchange",
+    "read_nxtomo",
+    "read_tiff",
+    "remove_stripes",
+    "remove_zingers",
+    "scan_geometry",
+]
+
+
+def _torch_device(*values: Any) -> Any:
+    """The device of the first PyTorch tensor among ``values`` (``None`` if there is none)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    for v in values:
+        if isinstance(v, torch.Tensor):
+            return v.device
+    return None
+
+
+def _host(value: Any) -> Any:
+    """A NumPy view of a PyTorch tensor (copied to the host), anything else unchanged."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
+        return value.detach().cpu().numpy()
+    return value
+
+
+def _apply(fn: Callable[..., Any], arrays: Tuple[Any, ...], *rest: Any) -> Any:
+    """``fn(*arrays, *rest)`` on host arrays; the first result back on the tensors' device."""
+    device = _torch_device(*arrays)
+    out = fn(*(_host(a) for a in arrays), *rest)
+    if device is None:
+        return out
+    import torch
+
+    if isinstance(out, tuple):
+        return (torch.from_numpy(out[0]).to(device),) + out[1:]
+    return torch.from_numpy(out).to(device)
+
+
+def flat_field(projections: Any, flats: Any, darks: Optional[Any] = None) -> Any:
+    """Flat/dark correction ``(p - mean(darks)) / (mean(flats) - mean(darks))`` (without darks:
+    ``p / mean(flats)``) of ``projections`` ``[angle, u, v]``; pixels whose flat is not above
+    the dark are set to 1."""
+    if darks is None:
+        return _apply(_rodl.flat_field, (projections, flats))
+    return _apply(_rodl.flat_field, (projections, flats, darks))
+
+
+def neg_log(data: Any, floor: float = 1e-6) -> Any:
+    """``-log(data)`` with values below ``floor`` clamped to it first (no NaN or Inf)."""
+    return _apply(_rodl.neg_log, (data,), floor)
+
+
+def remove_zingers(frames: Any, threshold: float) -> Any:
+    """Replaces pixels more than ``threshold`` above their 3 x 3 median by it; returns
+    ``(frames, count)``."""
+    return _apply(_rodl.remove_zingers, (frames,), threshold)
+
+
+def remove_stripes(data: Any, size: int) -> Any:
+    """Ring removal by sorting (Vo, Atwood, Drakopoulos 2018) on line integrals
+    ``[angle, u, v]`` with an odd median width ``size`` across the detector."""
+    return _apply(_rodl.remove_stripes, (data,), size)
+
+
+def find_centre(
+    data: Any,
+    angles: Any,
+    max_offset_px: Optional[float] = None,
+    max_angle_mismatch: Optional[float] = None,
+) -> Tuple[float, float]:
+    """The centre of rotation of a parallel-beam scan (line integrals ``[angle, u, v]``,
+    ``angles`` in radians) from its two views closest to 180 degrees apart (within
+    ``max_angle_mismatch`` radians, default 2 degrees): ``(axis_px, det_offset_px)``, the axis'
+    fractional pixel index along u and the detector shift for :func:`scan_geometry`."""
+    angles = [float(a) for a in _host(angles)]
+    return _rodl.find_centre(_host(data), angles, max_offset_px, max_angle_mismatch)
+
+
+def scan_geometry(
+    scan: Scan, dtype: str = "float32", **options: Any
+) -> Tuple[Space, Geometry]:
+    """``(space, geometry)`` of a scan: the volume (the detector's field of view) and a
+    parallel-3D or cone geometry from what the file records. ``options`` are those of
+    :meth:`Scan.geometry_json`: ``det_offset_px`` (the centre, from :func:`find_centre`),
+    ``beam`` (``"auto"``, ``"parallel"``, ``"cone"``), ``unit`` (``"mm"``, ``"m"``, ``"um"``,
+    ``"pixel"``) and overrides of ``pixel_size``, ``source_distance``, ``detector_distance``
+    (metres)."""
+    text = scan.geometry_json(**options)
+    volume = json.loads(text)["volume"]
+    space = _rodl.uniform_discr(volume["min_pt"], volume["max_pt"], volume["shape"], dtype=dtype)
+    return space, Geometry.from_json(text)
