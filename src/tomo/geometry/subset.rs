@@ -42,7 +42,8 @@ impl Geometry {
             self.vec.beam(),
             &self.vec.det_shape(),
             self.vec.views()[views.clone()].to_vec(),
-        )?;
+        )?
+        .with_detector(self.vec.detector())?;
         let p = &self.data_partition;
         let h = p.cell_side(0);
         let at = |k: usize| {
@@ -65,6 +66,7 @@ impl Geometry {
             vec,
             data_partition,
             spec: None,
+            setup: None,
         })
     }
 }
