@@ -297,7 +297,11 @@ fn curved_positions_match_odl() {
             case["name"]
         );
         assert!(a <= 1e-12, "{}: constructor off ODL by {a:e}", case["name"]);
-        assert!(b <= 1e-12, "{}: geometry file off ODL by {b:e}", case["name"]);
+        assert!(
+            b <= 1e-12,
+            "{}: geometry file off ODL by {b:e}",
+            case["name"]
+        );
     }
     assert!(
         seen.0 >= 3 && seen.1 >= 3 && seen.2 >= 2 && seen.3 >= 3,

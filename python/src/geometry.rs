@@ -168,9 +168,17 @@ impl PyGeometry {
         (p.min_pt().to_vec(), p.max_pt().to_vec(), p.shape().to_vec())
     }
 
-    /// The per-view vectors, one row per view, as `from_vectors` takes them.
+    /// The per-view vectors, one row per view, as `from_vectors` takes them (flat detectors
+    /// only: `NotImplementedError` for a curved one, whose pixels the vectors do not give).
     #[getter]
     fn vectors<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        if self.inner.vec().detector().is_curved() {
+            return Err(pyo3::exceptions::PyNotImplementedError::new_err(format!(
+                "Geometry.vectors: the geometry has a curved detector ({:?}); its per-view \
+                 vectors describe a flat one",
+                self.inner.vec().detector()
+            )));
+        }
         let d = self.inner.ndim();
         let rows: Vec<Vec<f64>> = self
             .inner

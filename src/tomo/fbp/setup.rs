@@ -91,6 +91,14 @@ impl Setup {
     /// partition, helical scans, tilted detectors).
     pub(crate) fn new(geometry: &Geometry) -> Result<Self> {
         let g = geometry.vec();
+        if g.detector().is_curved() {
+            // The weights below are those of a flat detector.
+            return Err(Error::Unsupported(format!(
+                "FBP/FDK for a curved ({:?}) detector is not implemented; reconstruct it \
+                 iteratively (the ray transform supports it on the CPU)",
+                g.detector()
+            )));
+        }
         let part = geometry.data_partition();
         let ndim = g.ndim();
         let views = g.views();
