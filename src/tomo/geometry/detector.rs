@@ -134,6 +134,11 @@ impl Detector {
     /// a cylinder, `[Some(r), Some(r)]` a sphere; other pairs are errors, as in ODL. An infinite
     /// radius counts as `None`.
     pub fn from_curvature(ndim: usize, radii: &[Option<f64>]) -> Result<Self> {
+        let shown = radii
+            .iter()
+            .map(|r| r.map_or("None".to_string(), |x| x.to_string()))
+            .collect::<Vec<_>>()
+            .join(", ");
         let r = |k: usize| radii.get(k).copied().flatten().filter(|x| !x.is_infinite());
         let d = match (ndim, radii.len()) {
             (_, 0) => Detector::Flat,
@@ -147,14 +152,14 @@ impl Detector {
                 (Some(a), Some(b)) if a == b => Detector::Spherical { radius: a },
                 _ => {
                     return Err(Error::Geometry(format!(
-                        "det_curvature_radius {radii:?}: a 3D detector is flat, cylindrical \
+                        "det_curvature_radius ({shown}): a 3D detector is flat, cylindrical \
                          (r, None) or spherical (r, r)"
                     )))
                 }
             },
             _ => {
                 return Err(Error::Geometry(format!(
-                    "det_curvature_radius {radii:?}: a {ndim}D geometry takes {} radii",
+                    "det_curvature_radius ({shown}): a {ndim}D geometry takes {} radii",
                     ndim - 1
                 )))
             }
@@ -326,5 +331,133 @@ impl Detector {
             }
         }
         q
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame() -> DetectorFrame {
+        // A tilted, right-handed frame: e_u, e_v, n = e_v × e_u.
+        let e_u = unit([0.8, 0.6, 0.0]);
+        let e_v = unit([-0.12, 0.16, 0.98]);
+        let e_v = {
+            let d: f64 = (0..3).map(|k| e_u[k] * e_v[k]).sum();
+            unit([0, 1, 2].map(|k| e_v[k] - d * e_u[k]))
+        };
+        DetectorFrame {
+            center: [0.3, -1.2, 0.7],
+            e_u,
+            e_v,
+            normal: cross(e_v, e_u),
+        }
+    }
+
+    fn close(a: [f64; 3], b: [f64; 3], tol: f64) -> bool {
+        (0..3).all(|k| (a[k] - b[k]).abs() <= tol)
+    }
+
+    /// `surface_deriv` is the derivative of `surface` (central differences), `surface_normal`
+    /// is orthogonal to both tangents and points back towards the curvature centre's side
+    /// (`−n` at the reference point), for every shape.
+    #[test]
+    fn derivatives_and_normals_match_the_surface() {
+        let f = frame();
+        for d in [
+            Detector::Flat,
+            Detector::Cylindrical { radius: 2.5 },
+            Detector::Spherical { radius: 2.5 },
+        ] {
+            for p in [[0.0, 0.0], [0.4, -0.3], [-1.1, 0.6]] {
+                let [du, dv] = d.surface_deriv(&f, p);
+                let h = 1e-6;
+                let fd = |k: usize| {
+                    let (mut a, mut b) = (p, p);
+                    a[k] += h;
+                    b[k] -= h;
+                    let (a, b) = (d.surface(&f, a), d.surface(&f, b));
+                    [0, 1, 2].map(|i| (a[i] - b[i]) / (2.0 * h))
+                };
+                assert!(close(du, fd(0), 1e-8), "{d:?} {p:?} d/du");
+                assert!(close(dv, fd(1), 1e-8), "{d:?} {p:?} d/dv");
+                let n = d.surface_normal(&f, p);
+                let dot = |a: [f64; 3], b: [f64; 3]| (0..3).map(|k| a[k] * b[k]).sum::<f64>();
+                assert!(
+                    dot(n, du).abs() < 1e-12 && dot(n, dv).abs() < 1e-12,
+                    "{d:?}"
+                );
+            }
+            let n0 = d.surface_normal(&f, [0.0, 0.0]);
+            assert!(close(n0, f.normal.map(|x| -x), 1e-15), "{d:?}: {n0:?}");
+            assert!(close(d.surface(&f, [0.0, 0.0]), f.center, 0.0));
+        }
+        // Curved points are at the radius from the centre `c − R n`.
+        for (d, r) in [
+            (Detector::Cylindrical { radius: 2.5 }, 2.5),
+            (Detector::Spherical { radius: 2.5 }, 2.5),
+        ] {
+            let c = [0, 1, 2].map(|k| f.center[k] - r * f.normal[k]);
+            let q = d.surface(&f, [0.7, -0.4]);
+            let off = [0, 1, 2].map(|k| q[k] - c[k]);
+            let along_axis: f64 = (0..3).map(|k| off[k] * f.e_v[k]).sum();
+            let len2: f64 = off.iter().map(|x| x * x).sum();
+            let dist = match d {
+                Detector::Cylindrical { .. } => (len2 - along_axis * along_axis).sqrt(),
+                _ => len2.sqrt(),
+            };
+            assert!((dist - r).abs() < 1e-14, "{d:?}: {dist}");
+        }
+    }
+
+    /// A frame recentred at `φ₀` gives the same points: `surface(recentre(f, φ₀), (φ, h))` is
+    /// `surface(f, (φ₀ + φ, h))` on a cylinder, and on a sphere for any latitude.
+    #[test]
+    fn recentred_frames_give_the_same_surface() {
+        let f = frame();
+        for d in [
+            Detector::Cylindrical { radius: 1.7 },
+            Detector::Spherical { radius: 1.7 },
+        ] {
+            let g = d.recentre(&f, [0.45, 0.0]);
+            for p in [[0.0, 0.0], [0.3, 0.2], [-0.8, -0.5]] {
+                let a = d.surface(&g, p);
+                let b = d.surface(&f, [0.45 + p[0], p[1]]);
+                assert!(close(a, b, 1e-14), "{d:?} {p:?}: {a:?} {b:?}");
+            }
+        }
+    }
+
+    /// ODL's radii: `None` and infinity are flat, unequal pairs and bad radii are errors.
+    #[test]
+    fn curvature_radii_as_odl_gives_them() {
+        assert_eq!(
+            Detector::from_curvature(2, &[None]).unwrap(),
+            Detector::Flat
+        );
+        assert_eq!(
+            Detector::from_curvature(3, &[Some(f64::INFINITY), None]).unwrap(),
+            Detector::Flat
+        );
+        assert_eq!(
+            Detector::from_curvature(2, &[Some(3.0)])
+                .unwrap()
+                .curvature(2),
+            vec![Some(3.0)]
+        );
+        let s = Detector::from_curvature(3, &[Some(3.0), Some(3.0)]).unwrap();
+        assert_eq!(s.curvature(3), vec![Some(3.0), Some(3.0)]);
+        for bad in [
+            (2, vec![Some(0.0)]),
+            (2, vec![Some(-1.0)]),
+            (2, vec![Some(f64::NAN)]),
+            (2, vec![Some(1.0), None]),
+            (3, vec![Some(1.0)]),
+            (3, vec![None, Some(1.0)]),
+            (3, vec![Some(1.0), Some(2.0)]),
+        ] {
+            assert!(Detector::from_curvature(bad.0, &bad.1).is_err(), "{bad:?}");
+        }
+        assert!(Detector::Spherical { radius: 1.0 }.check(2).is_err());
     }
 }
