@@ -157,6 +157,9 @@ pub(crate) fn fbp_plan(setup: &Setup, parker_q: Option<f64>, exact_fan: bool) ->
             v,
             central,
         } => (*r, *d, u, v, central),
+        Source::Arc { r, gamma, central } => {
+            return arc_plan(setup, *r, gamma, central, parker_q, exact_fan);
+        }
     };
     let (nu, nv) = (setup.nu, setup.nv);
     let mut cos = Vec::with_capacity(nu * nv);
@@ -228,6 +231,72 @@ pub(crate) fn fbp_plan(setup: &Setup, parker_q: Option<f64>, exact_fan: bool) ->
         let mut au = Vec::with_capacity(setup.nviews * nu);
         for e in central {
             au.extend(cos.iter().map(|c| r * e[k] / c));
+        }
+        terms.push(Term {
+            before: before.clone(),
+            after: Weights {
+                uv: None,
+                au: Some(au),
+            },
+        });
+    }
+    Ok(FbpPlan {
+        scale,
+        terms,
+        fan_radius: Some(r),
+    })
+}
+
+/// The plan of a fan beam with an arc detector about the source (equiangular): with `L` the
+/// distance of `x` from the source, `U = R + x·e_c` its depth along the central ray and
+/// `A*y(x) = ∫ y(β, γ(x)) / L dβ` the adjoint on data sampled in `γ`,
+/// `f(x) = ∫ Q(β, γ(x)) / L² dβ = A*[Q cos γ / U]` for `Q = (R cos γ · y) ⊛ g`, `g` the
+/// equiangular kernel `(γ / sin γ)² h(γ) / 2` (the row filter's `equiangular` taps and the
+/// scale `1/(2α)`). `1/U = (R(2 − sec²γ) − (x·e_c) sec²γ) / (R² − |x|²)` splits into three
+/// filters (as the flat detector's exact plan); the single-filter plan takes `1/U ≈ 1/R`.
+fn arc_plan(
+    setup: &Setup,
+    r: f64,
+    gamma: &[f64],
+    central: &[[f64; 3]],
+    parker_q: Option<f64>,
+    exact_fan: bool,
+) -> Result<FbpPlan> {
+    let cos: Vec<f64> = gamma.iter().map(|g| g.cos()).collect();
+    let parker_w = match parker_q {
+        Some(q) if !setup.full_turn() => Some(parker(&setup.betas, gamma, setup.alen, q)?),
+        _ => None,
+    };
+    let turns = if parker_w.is_some() { PI } else { setup.alen };
+    let scale = 1.0 / (2.0 * turns);
+    let before = Weights {
+        uv: Some(cos.iter().map(|c| r * c).collect()),
+        au: parker_w,
+    };
+    if !exact_fan {
+        return Ok(FbpPlan {
+            scale,
+            terms: vec![Term {
+                before,
+                after: Weights {
+                    uv: Some(cos.iter().map(|c| c / r).collect()),
+                    au: None,
+                },
+            }],
+            fan_radius: None,
+        });
+    }
+    let mut terms = vec![Term {
+        before: before.clone(),
+        after: Weights {
+            uv: Some(cos.iter().map(|c| r * (2.0 * c - 1.0 / c)).collect()),
+            au: None,
+        },
+    }];
+    for k in 0..2 {
+        let mut au = Vec::with_capacity(setup.nviews * gamma.len());
+        for e in central {
+            au.extend(cos.iter().map(|c| e[k] / c));
         }
         terms.push(Term {
             before: before.clone(),
