@@ -82,7 +82,7 @@ fn listing_gpus_does_not_panic() {
 fn curved_detectors_are_refused_by_the_cuda_backend() {
     use rodl::tomo::{Backend, Geometry, RayTransform};
     use rodl::{uniform_discr, UniformPartition};
-    let angles = UniformPartition::new(&[0.0], &[6.28], &[8]).unwrap();
+    let angles = UniformPartition::new(&[0.0], &[6.0], &[8]).unwrap();
     let arc = UniformPartition::new(&[-0.4], &[0.4], &[16]).unwrap();
     let fan = Geometry::fan_curved(&angles, &arc, 4.0, 2.0, 6.0, 0.0).unwrap();
     let det = UniformPartition::new(&[-0.4, -1.0], &[0.4, 1.0], &[16, 8]).unwrap();

@@ -157,7 +157,15 @@ pub(crate) fn fbp_plan(setup: &Setup, parker_q: Option<f64>, exact_fan: bool) ->
             v,
             central,
         } => (*r, *d, u, v, central),
-        Source::Arc { r, gamma, central } => {
+        Source::Arc {
+            r,
+            gamma,
+            central,
+            height,
+        } => {
+            if let Some((d, h)) = height {
+                return cylinder_plan(setup, *r, *d, gamma, h, parker_q);
+            }
             return arc_plan(setup, *r, gamma, central, parker_q, exact_fan);
         }
     };
@@ -310,6 +318,50 @@ fn arc_plan(
         scale,
         terms,
         fan_radius: Some(r),
+    })
+}
+
+/// FDK for a cylindrical detector of radius `d` about the source (circular scan, source
+/// radius `r`), rows at heights `h` above the source's plane, columns at fan angles `gamma`:
+/// the rows are pre-weighted by `r cos γ · cos κ` (`cos κ = d / √(d² + h²)`, the cone angle),
+/// filtered along `γ` with the equiangular kernel, and back-projected with `1/L_p²` (`L_p` the
+/// distance from the source across the axis). The adjoint on data sampled in `(γ, h)` is
+/// `A*y(x) = ∫ y √(d² + h²) / L_p² dβ`, so the post-weight `1/√(d² + h²)` makes `A* F` exactly
+/// this algorithm, which is the equiangular fan-beam FBP in the source's plane.
+fn cylinder_plan(
+    setup: &Setup,
+    r: f64,
+    d: f64,
+    gamma: &[f64],
+    h: &[f64],
+    parker_q: Option<f64>,
+) -> Result<FbpPlan> {
+    let parker_w = match parker_q {
+        Some(q) if !setup.full_turn() => Some(parker(&setup.betas, gamma, setup.alen, q)?),
+        _ => None,
+    };
+    let turns = if parker_w.is_some() { PI } else { setup.alen };
+    let (mut before, mut after) = (Vec::new(), Vec::new());
+    for g in gamma {
+        for hj in h {
+            let len = (d * d + hj * hj).sqrt();
+            before.push(r * g.cos() * d / len);
+            after.push(1.0 / len);
+        }
+    }
+    Ok(FbpPlan {
+        scale: 1.0 / (2.0 * turns),
+        terms: vec![Term {
+            before: Weights {
+                uv: Some(before),
+                au: parker_w,
+            },
+            after: Weights {
+                uv: Some(after),
+                au: None,
+            },
+        }],
+        fan_radius: None,
     })
 }
 
