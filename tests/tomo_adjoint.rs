@@ -828,10 +828,12 @@ fn pair_error<T: Scalar>(case: &Case, seed: u64) -> f64 {
     let diff = (ran.inner(&ax, &y).unwrap() - dom.inner(&x, &aty).unwrap()).abs();
     let scale = (ran.norm(&ax).unwrap() * ran.norm(&y).unwrap())
         .max(dom.norm(&x).unwrap() * dom.norm(&aty).unwrap());
-    match (diff, scale) {
-        (d, _) if d == 0.0 => 0.0,
-        (_, s) if s == 0.0 => f64::INFINITY,
-        (d, s) => d / s,
+    if diff == 0.0 {
+        0.0
+    } else if scale == 0.0 {
+        f64::INFINITY
+    } else {
+        diff / scale
     }
 }
 

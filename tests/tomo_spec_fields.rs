@@ -675,8 +675,8 @@ fn src_offsets_move_the_source_and_not_the_detector() {
             let (s, c) = thetas[k].sin_cos();
             let o = offsets[k % 3];
             let want = [-o[0] * -s + o[1] * c, -o[0] * c + o[1] * s];
-            for i in 0..2 {
-                assert!((b.src[i] - a.src[i] - want[i]).abs() < 1e-14, "view {k}");
+            for (i, w) in want.iter().enumerate() {
+                assert!((b.src[i] - a.src[i] - w).abs() < 1e-14, "view {k}");
             }
         }
     }
