@@ -453,8 +453,8 @@ impl Geometry {
     /// ```
     /// use std::f64::consts::PI;
     /// use rodl::{tomo::Geometry, UniformPartition};
-    /// // ODL's docstring example: the point at φ = π/6 is (0, 5) + 10 (sin π/6, cos π/6 − 1).
-    /// let angles = UniformPartition::new(&[0.0], &[2.0 * PI], &[10])?;
+    /// // As ODL's docstring example: at angle 0 the point at φ is (0, 5) + 10 (sin φ, cos φ − 1).
+    /// let angles = UniformPartition::new(&[-0.1], &[0.1], &[1])?; // one view, at angle 0
     /// let det = UniformPartition::new(&[-PI / 2.0], &[PI / 2.0], &[10])?;
     /// let g = Geometry::fan_curved(&angles, &det, 1.0, 5.0, 10.0, 0.0)?;
     /// let (q, _) = g.vec().ray(0, 6, 0); // φ = 1.5 · π/10
