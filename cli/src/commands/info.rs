@@ -177,6 +177,12 @@ pub fn describe(setup: &Setup) -> Result<Vec<String>, Failure> {
         if let Some(p) = gspec.pitch.filter(|p| *p != 0.0) {
             line.push_str(&format!(", helical pitch {}", round_sig(p)));
         }
+        if let Some(o) = &gspec.src_offsets {
+            line.push_str(&format!(
+                ", flying focal spot of {} source offsets (used cyclically)",
+                o.len()
+            ));
+        }
         out.push(line);
     }
 
