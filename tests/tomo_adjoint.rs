@@ -563,11 +563,11 @@ fn arc_axis(max_n: usize) -> impl Strategy<Value = Part1> {
     })
 }
 
-/// A sphere's latitudes: centred on 0 (as rodl requires), width in [0.1, 1.2].
+/// A sphere's latitudes: centred on its equator or at up to ±0.4, width in [0.1, 1.2].
 fn latitude_axis(max_n: usize) -> impl Strategy<Value = Part1> {
-    (0.1f64..1.2, 1..=max_n).prop_map(|(w, n)| Part1 {
-        min: -w / 2.0,
-        max: w / 2.0,
+    (prop_oneof![Just(0.0), -0.4f64..0.4], 0.1f64..1.2, 1..=max_n).prop_map(|(c, w, n)| Part1 {
+        min: c - w / 2.0,
+        max: c + w / 2.0,
         n,
     })
 }

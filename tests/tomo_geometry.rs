@@ -913,7 +913,7 @@ fn json_numbers_read_exactly_and_messages_name_the_key() {
 }
 
 /// Guards the curved constructors' errors (issue #35): bad radii, ODL's unequal pairs, a fan
-/// arc's partition beyond a full circle, a sphere's latitudes off-centre, and the flying focal
+/// arc's partition beyond a full circle, a sphere's latitudes beyond a pole, and the flying focal
 /// spot's misuse (parallel beams, vector geometries, non-finite or axial offsets in 2D); each
 /// an `Error::Geometry`, never a panic. Also: `cone_curved` with `[None, None]` is `cone_flat`,
 /// and a single-point phantom at the centre lands on the centre pixel of an arc about the source.
@@ -951,10 +951,22 @@ fn curved_constructor_errors_and_flat_pairs() {
     bad(
         cone(
             [Some(6.0), Some(6.0)],
-            &part(&[-0.5, -0.2], &[0.5, 0.6], &[11, 6]),
+            &part(&[-0.5, -0.2], &[0.5, 1.6], &[11, 6]),
         ),
-        "off-centre latitudes",
+        "beyond the pole",
     );
+    // Latitudes off the equator (ODL allows them): sub-geometries keep the frames, ray for ray.
+    let sphere = cone(
+        [Some(6.0), Some(6.0)],
+        &part(&[-0.5, -0.2], &[0.5, 0.6], &[11, 6]),
+    )
+    .unwrap();
+    let sub = sphere.select_views(2..5).unwrap();
+    for k in 0..3 {
+        for (iu, iv) in [(0, 0), (10, 5), (4, 2)] {
+            assert_eq!(sub.vec().ray(k, iu, iv), sphere.vec().ray(k + 2, iu, iv));
+        }
+    }
     let flat = Geometry::cone_flat(&ang, &det, 4.0, 2.0, 0.0, [0.0, 0.0, 1.0], [0.0; 2]).unwrap();
     assert_eq!(cone([None, None], &det).unwrap().vec(), flat.vec());
 

@@ -126,6 +126,10 @@ impl Geometry {
         )?;
         let thetas = angles.coord_vector(0)?;
         let radius = setup.detector.radius().unwrap_or(1.0);
+        let sphere = matches!(setup.detector, Detector::Spherical { .. });
+        // A sphere's frames sit on its equator, at the latitude 0 of ODL's partition.
+        let lat0 = if sphere { setup.det_mid[1] } else { 0.0 };
+        let mut frames = Vec::new();
         let views = thetas
             .iter()
             .enumerate()
@@ -172,34 +176,57 @@ impl Geometry {
                         det_v,
                     },
                     (Beam::Point, curved) => {
-                        // ODL's frame at the reference point, moved to the centre pixel.
+                        // ODL's frame at the reference point, turned to the centre column (and
+                        // on a cylinder moved along its axis to the centre row).
                         let frame = DetectorFrame {
                             center: lift(axpy(setup.det_radius, ry, center)),
                             e_u: rx,
                             e_v: rz,
                             normal: ry,
                         };
-                        let f = curved.recentre(&frame, [setup.det_mid[0], 0.0]);
-                        let along_v = match curved {
-                            Detector::Spherical { .. } => 0.0,
-                            _ => setup.det_mid[1],
+                        let mut f = curved.recentre(&frame, [setup.det_mid[0], 0.0]);
+                        let view = if sphere {
+                            // The centre pixel at latitude `lat0` and its tangents.
+                            let (st, ct) = lat0.sin_cos();
+                            let along_v = [0, 1, 2].map(|i| ct * f.e_v[i] - st * f.normal[i]);
+                            View {
+                                src: src(),
+                                det_center: curved.surface(&f, [0.0, lat0]),
+                                det_u: f.e_u.map(|x| x * setup.det_cell[0] * radius),
+                                det_v: along_v.map(|x| x * setup.det_cell[1] * radius),
+                            }
+                        } else {
+                            f.center = axpy(setup.det_mid[1], rz, f.center);
+                            View {
+                                src: src(),
+                                det_center: f.center,
+                                det_u: f.e_u.map(|x| x * setup.det_cell[0] * radius),
+                                det_v,
+                            }
                         };
-                        View {
-                            src: src(),
-                            det_center: axpy(along_v, rz, f.center),
-                            det_u: f.e_u.map(|x| x * setup.det_cell[0] * radius),
-                            det_v: match curved {
-                                Detector::Spherical { .. } => det_v.map(|x| x * radius),
-                                _ => det_v,
-                            },
-                        }
+                        frames.push(f);
+                        view
                     }
                 }
             })
             .collect();
-        let vec = VecGeometry::new(setup.ndim, setup.beam, detector.shape(), views)?
-            .with_detector(setup.detector)?;
-        let setup = Some(Arc::new(setup));
+        let vec = VecGeometry::new(setup.ndim, setup.beam, detector.shape(), views)?;
+        let vec = match (setup.beam, setup.detector.radius()) {
+            (Beam::Point, Some(r)) => {
+                let along_v = if sphere {
+                    setup.det_cell[1] * r
+                } else {
+                    setup.det_cell[1]
+                };
+                vec.with_frames(
+                    setup.detector,
+                    frames,
+                    [setup.det_cell[0] * r, along_v],
+                    lat0,
+                )?
+            }
+            _ => vec.with_detector(setup.detector)?,
+        };
         let mut lo = angles.min_pt().to_vec();
         let mut hi = angles.max_pt().to_vec();
         let mut shape = angles.shape().to_vec();
@@ -207,6 +234,7 @@ impl Geometry {
         hi.extend_from_slice(detector.max_pt());
         shape.extend_from_slice(detector.shape());
         let data_partition = UniformPartition::new(&lo, &hi, &shape)?;
+        let setup = Some(Arc::new(setup));
         Ok(Self {
             vec,
             data_partition,
@@ -427,14 +455,6 @@ impl Geometry {
                      [−π/2, π/2], got [{lo}, {hi}]"
                 )));
             }
-            // The latitude grid of a sphere is not invariant under a tilt: the views' frames
-            // sit on the equator, so the rows must be centred on it.
-            if (lo + hi).abs() > 1e-12 * (hi - lo) {
-                return Err(Error::Geometry(format!(
-                    "a spherical detector's latitude partition must be centred on 0 (its \
-                     equator), got [{lo}, {hi}]"
-                )));
-            }
         }
         Ok((d, det_mid))
     }
@@ -500,8 +520,8 @@ impl Geometry {
     /// axis along `v` (the rotation axis), `[Some(r), Some(r)]` a sphere of radius `r`; both
     /// pass through the reference point at `det_radius` and have their centre (axis) `r`
     /// towards the source. `detector` partitions ODL's parameters: on a cylinder the angle `φ`
-    /// (radians) × the height `h`, on a sphere longitude `φ` × latitude `θ` (radians; the
-    /// latitudes centred on 0). The data space's weighting is that of these parameters, as in
+    /// (radians) × the height `h`, on a sphere longitude `φ` × latitude `θ` (radians, within
+    /// `[−π/2, π/2]`; the equator through the reference point). The data space's weighting is that of these parameters, as in
     /// ODL. `offset` shifts the whole detector along `(u, v)` (world units). A clinical
     /// scanner's detector is the cylinder of radius `src_radius + det_radius`.
     ///

@@ -62,6 +62,9 @@ struct Curved {
     frames: Vec<DetectorFrame>,
     /// Pixel pitch (arc length) along u and v.
     pitch: Vec<[f64; 2]>,
+    /// A sphere's latitude of the centre row in the frames (radians; 0 when the frames sit at
+    /// the centre pixel, as [`VecGeometry::with_detector`] makes them).
+    lat0: f64,
 }
 
 impl Curved {
@@ -72,9 +75,10 @@ impl Curved {
         let cu = iu as f64 - 0.5 * (g.nu() as f64 - 1.0);
         let cv = iv as f64 - 0.5 * (g.nv() as f64 - 1.0);
         let [lu, lv] = self.pitch[view];
+        let sv = cv * lv + self.lat0 * g.detector.radius().unwrap_or(0.0);
         let q = g
             .detector
-            .pixel(&self.frames[view], cu * lu, cv * lv, cv, &v.det_v, g.ndim);
+            .pixel(&self.frames[view], cu * lu, sv, cv, &v.det_v, g.ndim);
         let mut d = [0.0; 3];
         for k in 0..g.ndim {
             d[k] = q[k] - v.src[k];
@@ -203,8 +207,57 @@ impl VecGeometry {
             frames.push(frame);
             pitch.push([lu, lv]);
         }
-        let curved = Curved { frames, pitch };
+        let curved = Curved {
+            frames,
+            pitch,
+            lat0: 0.0,
+        };
         self.curved = Some(Arc::new(curved));
+        Ok(self)
+    }
+
+    /// The views `views` (in range) of this geometry, with their detector frames.
+    pub(crate) fn select(&self, views: std::ops::Range<usize>) -> Result<Self> {
+        let mut g = Self::new(
+            self.ndim,
+            self.beam,
+            &self.det_shape(),
+            self.views[views.clone()].to_vec(),
+        )?;
+        g.detector = self.detector;
+        g.curved = self.curved.as_ref().map(|c| {
+            Arc::new(Curved {
+                frames: c.frames[views.clone()].to_vec(),
+                pitch: c.pitch[views.clone()].to_vec(),
+                lat0: c.lat0,
+            })
+        });
+        Ok(g)
+    }
+
+    /// A curved detector given by its frames (one per view, at the centre column's point of
+    /// latitude 0 for a sphere whose centre row has latitude `lat0`, else at the centre
+    /// pixel) and arc-length pitches, for the standard constructors (which check the spans).
+    pub(crate) fn with_frames(
+        mut self,
+        detector: Detector,
+        frames: Vec<DetectorFrame>,
+        pitch: [f64; 2],
+        lat0: f64,
+    ) -> Result<Self> {
+        detector.check(self.ndim)?;
+        if frames.len() != self.views.len() || !detector.is_curved() {
+            return Err(Error::Geometry(
+                "a curved detector needs one frame per view".into(),
+            ));
+        }
+        let n = frames.len();
+        self.detector = detector;
+        self.curved = Some(Arc::new(Curved {
+            frames,
+            pitch: vec![pitch; n],
+            lat0,
+        }));
         Ok(self)
     }
 
@@ -213,7 +266,10 @@ impl VecGeometry {
         self.detector
     }
 
-    /// The frame of view `view`'s detector (its centre pixel), as [`Detector`] evaluates it.
+    /// The frame of view `view`'s detector, as [`Detector`] evaluates it: at the centre pixel
+    /// (for a sphere whose rows are not centred on its equator, ODL's latitudes through
+    /// [`Geometry::cone_curved`](super::Geometry::cone_curved): at the centre column's point
+    /// on the equator).
     pub fn frame(&self, view: usize) -> Option<DetectorFrame> {
         let v = self.views.get(view)?;
         Some(match &self.curved {

@@ -154,6 +154,8 @@ def curved():
              axis=[0.2, 0.1, 1.0], curvature=[3.5, None], every_pixel=True),
         case("cone_spherical", "cone", 0.5, 0.5 + TAU, 5, [-0.6, -q], [0.4, q], [5, 4],
              [0.1, 0.2], src=5.0, det=3.0, curvature=[8.0, 8.0], every_pixel=True),
+        case("cone_spherical_off_equator", "cone", 0.2, 0.2 + TAU, 4, [-0.4, -0.1], [0.5, 0.5],
+             [4, 5], [0.1, -0.1], src=5.0, det=3.0, curvature=[7.0, 7.0], every_pixel=True),
         case("helical_spherical_ffs", "cone", 1.0, 1.0 + 2 * TAU, 6, [-0.5, -0.3], [0.5, 0.3],
              [4, 5], [0.0, 0.0], src=5.0, det=3.0, pitch=1.1, curvature=[6.0, 6.0],
              ffs=[(0.03, 0.0, 0.0), (0.0, 0.0, 0.04)], every_pixel=True),
