@@ -27,6 +27,13 @@ use crate::{Error, Result};
 /// The shape of a detector's surface (ODL's `Detector` classes), shared by all views of a
 /// geometry.
 ///
+/// A [`DetectorFrame`] places it: a reference point `c`, the unit tangent `e_u`, the unit axis
+/// `e_v` and the unit normal `n` pointing away from the source. ODL's parameters are `(u, v)`
+/// lengths on a flat detector, `(φ, h)` (angle, height) on a cylinder of radius `R` and
+/// `(φ, θ)` (longitude, latitude) on a sphere of radius `R`; the points are `c + u e_u + v e_v`,
+/// `c + R sin φ e_u + h e_v + R (cos φ − 1) n` and
+/// `c + R [cos θ sin φ e_u + sin θ e_v + (cos θ cos φ − 1) n]`. Positive `φ` runs along `+e_u`.
+///
 /// ```
 /// use rodl::tomo::Detector;
 /// let d = Detector::from_curvature(3, &[Some(10.0), None])?;
@@ -56,7 +63,7 @@ pub enum Detector {
 }
 
 /// The frame that places a detector surface: reference point, unit tangents and outward
-/// normal (see the [module documentation](self)).
+/// normal (see [`Detector`] for the surfaces they place).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct DetectorFrame {
     /// The reference point (parameters `(0, 0)`).
