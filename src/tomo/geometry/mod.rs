@@ -122,7 +122,14 @@ impl Geometry {
         crate::memory::check_host_alloc(
             &format!("a geometry of {count} views"),
             count,
-            std::mem::size_of::<View>() + std::mem::size_of::<f64>(),
+            std::mem::size_of::<View>()
+                + std::mem::size_of::<f64>()
+                + if setup.detector.is_curved() {
+                    // The frames and pitches of a curved detector.
+                    std::mem::size_of::<DetectorFrame>() + std::mem::size_of::<[f64; 2]>()
+                } else {
+                    0
+                },
         )?;
         let thetas = angles.coord_vector(0)?;
         let radius = setup.detector.radius().unwrap_or(1.0);
