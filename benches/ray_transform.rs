@@ -1,6 +1,8 @@
 //! Ray-transform benchmarks (criterion). Ids as in the issues:
-//! `cpu/parallel2d_512/{forward,adjoint}`, `cpu/cone_256/{forward,adjoint}` and, with the `cuda`
-//! feature on a GPU machine, `cuda/...`.
+//! `cpu/parallel2d_512/{forward,adjoint}`, `cpu/cone_256/{forward,adjoint}`, curved detectors
+//! next to their flat counterparts (`cpu/cone_256_cyl`: a cylinder about the source over the
+//! same fan and rows; `cpu/fan_512`, `cpu/fan_curved_512`: a flat and an arc detector), and, with
+//! the `cuda` feature on a GPU machine, `cuda/...`.
 //!
 //! FBP/FDK on the GPU, each next to the back-projection alone and the filter alone in the same
 //! run: `cuda/fdk_512` (FDK on cone_512, device-resident), `cuda/fdk_512/host_data` (host data
@@ -21,7 +23,7 @@ use std::time::Duration;
 
 mod common;
 
-use common::{cone, parallel2d_512};
+use common::{cone, cone_cyl, fan_512, parallel2d_512};
 use criterion::measurement::WallTime;
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, SamplingMode};
 use rodl::tomo::{Backend, Geometry, RayTransform};
@@ -103,6 +105,12 @@ fn cpu(c: &mut Criterion) {
     bench_case(c, "cpu", "parallel2d_512", s, g, Backend::default());
     let (s, g) = cone(256, 256);
     bench_case(c, "cpu", "cone_256", s, g, Backend::default());
+    let (s, g) = cone_cyl(256, 256);
+    bench_case(c, "cpu", "cone_256_cyl", s, g, Backend::default());
+    let (s, g) = fan_512(false);
+    bench_case(c, "cpu", "fan_512", s, g, Backend::default());
+    let (s, g) = fan_512(true);
+    bench_case(c, "cpu", "fan_curved_512", s, g, Backend::default());
 }
 
 /// FBP (FDK for cone beams) with device-resident data and volume on GPU 0, the same with host

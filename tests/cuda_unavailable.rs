@@ -74,3 +74,48 @@ fn listing_gpus_does_not_panic() {
         }
     }
 }
+
+/// The CUDA kernels evaluate flat detectors only: a curved detector is refused with
+/// `Error::Unsupported` at construction, before any driver call (so on every machine), and
+/// never projected as if it were flat.
+#[test]
+fn curved_detectors_are_refused_by_the_cuda_backend() {
+    use rodl::tomo::{Backend, Geometry, RayTransform};
+    use rodl::{uniform_discr, UniformPartition};
+    let angles = UniformPartition::new(&[0.0], &[6.0], &[8]).unwrap();
+    let arc = UniformPartition::new(&[-0.4], &[0.4], &[16]).unwrap();
+    let fan = Geometry::fan_curved(&angles, &arc, 4.0, 2.0, 6.0, 0.0).unwrap();
+    let det = UniformPartition::new(&[-0.4, -1.0], &[0.4, 1.0], &[16, 8]).unwrap();
+    let cyl = Geometry::cone_curved(
+        &angles,
+        &det,
+        4.0,
+        2.0,
+        [Some(6.0), None],
+        0.5,
+        [0.0, 0.0, 1.0],
+        [0.0; 2],
+    )
+    .unwrap();
+    for (geometry, ndim) in [(fan, 2), (cyl, 3)] {
+        let space =
+            uniform_discr::<f32>(&vec![-1.0; ndim], &vec![1.0; ndim], &vec![8; ndim]).unwrap();
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            RayTransform::new(space.clone(), geometry.clone(), Backend::cuda(0))
+        }))
+        .expect("a curved geometry on CUDA panicked");
+        match r {
+            Err(Error::Unsupported(msg)) => {
+                assert!(
+                    msg.contains("curved") || msg.contains("flat detectors only"),
+                    "{msg}"
+                );
+                assert!(msg.contains("CPU"), "no way out named: {msg}");
+            }
+            Err(e) => panic!("expected Error::Unsupported, got {e:?}"),
+            Ok(_) => panic!("a curved detector was accepted by the CUDA backend"),
+        }
+        // The CPU backend takes it.
+        assert!(RayTransform::new(space, geometry, Backend::cpu_threads(1)).is_ok());
+    }
+}

@@ -911,3 +911,100 @@ fn json_numbers_read_exactly_and_messages_name_the_key() {
     let e = spec.geometry.build().unwrap_err().to_string();
     assert!(e.contains("`geometry.angles.min` is -1e300"), "{e}");
 }
+
+/// Guards the curved constructors' errors (issue #35): bad radii, ODL's unequal pairs, a fan
+/// arc's partition beyond a full circle, a sphere's latitudes beyond a pole, and the flying focal
+/// spot's misuse (parallel beams, vector geometries, non-finite or axial offsets in 2D); each
+/// an `Error::Geometry`, never a panic. Also: `cone_curved` with `[None, None]` is `cone_flat`,
+/// and a single-point phantom at the centre lands on the centre pixel of an arc about the source.
+#[test]
+fn curved_constructor_errors_and_flat_pairs() {
+    let ang = part(&[0.0], &[2.0 * PI], &[8]);
+    let arc = part(&[-0.5], &[0.5], &[11]);
+    let det = part(&[-0.5, -1.0], &[0.5, 1.0], &[11, 6]);
+    let bad = |r: rodl::Result<Geometry>, what: &str| match r {
+        Err(Error::Geometry(m)) => assert!(!m.is_empty(), "{what}"),
+        other => panic!("{what}: expected Error::Geometry, got {other:?}"),
+    };
+    for r in [0.0, -2.0, f64::NAN, f64::INFINITY] {
+        let got = catch_unwind(|| Geometry::fan_curved(&ang, &arc, 4.0, 2.0, r, 0.0)).unwrap();
+        if r.is_infinite() {
+            // An infinite radius is ODL's flat detector.
+            assert!(!got.unwrap().vec().detector().is_curved());
+        } else {
+            bad(got, &format!("fan radius {r}"));
+        }
+    }
+    bad(
+        Geometry::fan_curved(&ang, &arc, 4.0, 2.0, 6.0, f64::NAN),
+        "NaN offset",
+    );
+    bad(
+        Geometry::fan_curved(&ang, &part(&[-3.3], &[3.3], &[11]), 4.0, 2.0, 6.0, 0.0),
+        "arc beyond 2π",
+    );
+    let cone = |radii, det: &UniformPartition| {
+        Geometry::cone_curved(&ang, det, 4.0, 2.0, radii, 0.0, [0.0, 0.0, 1.0], [0.0; 2])
+    };
+    bad(cone([Some(6.0), Some(5.0)], &det), "unequal radii");
+    bad(cone([None, Some(5.0)], &det), "flat along u");
+    bad(
+        cone(
+            [Some(6.0), Some(6.0)],
+            &part(&[-0.5, -0.2], &[0.5, 1.6], &[11, 6]),
+        ),
+        "beyond the pole",
+    );
+    // Latitudes off the equator (ODL allows them): sub-geometries keep the frames, ray for ray.
+    let sphere = cone(
+        [Some(6.0), Some(6.0)],
+        &part(&[-0.5, -0.2], &[0.5, 0.6], &[11, 6]),
+    )
+    .unwrap();
+    let sub = sphere.select_views(2..5).unwrap();
+    for k in 0..3 {
+        for (iu, iv) in [(0, 0), (10, 5), (4, 2)] {
+            assert_eq!(sub.vec().ray(k, iu, iv), sphere.vec().ray(k + 2, iu, iv));
+        }
+    }
+    let flat = Geometry::cone_flat(&ang, &det, 4.0, 2.0, 0.0, [0.0, 0.0, 1.0], [0.0; 2]).unwrap();
+    assert_eq!(cone([None, None], &det).unwrap().vec(), flat.vec());
+
+    let par = Geometry::parallel_2d(&ang, &arc).unwrap();
+    bad(par.with_src_offsets(&[[0.1, 0.0, 0.0]]), "parallel beam");
+    let fan = Geometry::fan_curved(&ang, &arc, 4.0, 2.0, 6.0, 0.0).unwrap();
+    bad(fan.with_src_offsets(&[[f64::NAN, 0.0, 0.0]]), "NaN offset");
+    bad(
+        fan.with_src_offsets(&[[0.0, 0.0, 0.1]]),
+        "axial offset in 2D",
+    );
+    let v = Geometry::from_vec(fan.vec().clone()).unwrap();
+    bad(v.with_src_offsets(&[[0.1, 0.0, 0.0]]), "vector geometry");
+    assert_eq!(fan.with_src_offsets(&[]).unwrap().vec(), fan.vec());
+    // A curved detector with a parallel beam is refused by the vector form.
+    let pv = par.vec().clone();
+    bad(
+        pv.with_detector(rodl::tomo::Detector::Cylindrical { radius: 5.0 })
+            .and_then(Geometry::from_vec),
+        "parallel beam",
+    );
+
+    // The arc about the source (radius src + det): the centre pixel's ray passes the origin.
+    let arc = part(&[-0.5], &[0.5], &[11]);
+    let g = Geometry::fan_curved(&ang, &arc, 4.0, 2.0, 6.0, 0.0).unwrap();
+    for k in 0..8 {
+        let (q, d) = g.vec().ray(k, 5, 0);
+        let src = g.vec().views()[k].src;
+        // Every pixel at distance 6 from the source: equiangular.
+        for iu in 0..11 {
+            let (p, _) = g.vec().ray(k, iu, 0);
+            let r = ((p[0] - src[0]).powi(2) + (p[1] - src[1]).powi(2)).sqrt();
+            assert!((r - 6.0).abs() < 1e-13, "view {k} pixel {iu}: {r}");
+        }
+        let cross = q[0] * d[1] - q[1] * d[0];
+        assert!(
+            cross.abs() < 1e-12,
+            "view {k}: the central ray misses the origin"
+        );
+    }
+}

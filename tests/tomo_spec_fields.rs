@@ -8,7 +8,7 @@
 //! the Python package, not here.)
 
 use proptest::prelude::*;
-use rodl::tomo::{Beam, Geometry, TomoSpec, VecGeometry, View};
+use rodl::tomo::{Beam, Detector, Geometry, TomoSpec, VecGeometry, View, VolumeSpec};
 use rodl::{uniform_discr, UniformPartition};
 
 /// The values of every key of a standard (non-`vec`) geometry.
@@ -394,4 +394,325 @@ proptest! {
     fn random_geometry_files_match_the_constructors(p in arb_params()) {
         assert_same(&parsed(&json(&p)), &direct(&p), &format!("{p:?}"));
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Curved detectors and flying focal spots (issue #35)
+// ---------------------------------------------------------------------------------------------
+
+/// A geometry file around the `geometry` object's text.
+fn file(ndim: usize, geometry: &str) -> String {
+    format!(
+        r#"{{"volume": {{"min_pt": {:?}, "max_pt": {:?}, "shape": {:?}}}, "geometry": {{{geometry}}}}}"#,
+        vec![-1.0; ndim],
+        vec![1.0; ndim],
+        vec![4; ndim]
+    )
+}
+
+const FAN: &str = r#""kind": "fanflat", "angles": {"min": 0.3, "max": 6.2, "count": 7},
+    "detector": {"min": [-0.4], "max": [0.5], "shape": [9]}, "src_radius": 4.5, "det_radius": 1.75,
+    "det_offset": [0.1]"#;
+
+const CONE: &str = r#""kind": "cone", "angles": {"min": 0.3, "max": 6.2, "count": 7},
+    "detector": {"min": [-0.4, -0.3], "max": [0.5, 0.3], "shape": [9, 5]}, "src_radius": 4.5,
+    "det_radius": 1.75, "pitch": 0.65, "det_offset": [0.1, -0.2]"#;
+
+fn fan_parts() -> (UniformPartition, UniformPartition) {
+    (
+        UniformPartition::new(&[0.3], &[6.2], &[7]).unwrap(),
+        UniformPartition::new(&[-0.4], &[0.5], &[9]).unwrap(),
+    )
+}
+
+fn cone_parts() -> (UniformPartition, UniformPartition) {
+    (
+        UniformPartition::new(&[0.3], &[6.2], &[7]).unwrap(),
+        UniformPartition::new(&[-0.4, -0.3], &[0.5, 0.3], &[9, 5]).unwrap(),
+    )
+}
+
+fn error_of(text: &str) -> String {
+    match TomoSpec::from_json(text).and_then(|s| s.geometry.build()) {
+        Ok(_) => panic!("accepted: {text}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// Guards `det_curvature_radius`: a number for a fan's arc, ODL's pairs `[r, null]` and
+/// `[r, r]` for a cone's cylinder and sphere, `[null, null]` flat; each gives the constructor's
+/// geometry (views, detector surface, data partition), and the key survives a round trip
+/// through `to_json`.
+#[test]
+fn det_curvature_radius_reaches_the_constructors() {
+    let (ang, det) = fan_parts();
+    let text = file(2, &format!(r#"{FAN}, "det_curvature_radius": 6.25"#));
+    let g = parsed(&text);
+    let want = Geometry::fan_curved(&ang, &det, 4.5, 1.75, 6.25, 0.1).unwrap();
+    assert_same(&g, &want, "fan arc");
+    assert_eq!(g.vec().detector(), Detector::Cylindrical { radius: 6.25 });
+    let spec = TomoSpec {
+        volume: VolumeSpec {
+            min_pt: vec![-1.0; 2],
+            max_pt: vec![1.0; 2],
+            shape: vec![4; 2],
+        },
+        geometry: g.spec().unwrap().clone(),
+    };
+    let round = TomoSpec::from_json(&spec.to_json().unwrap()).unwrap();
+    assert_eq!(round.geometry, spec.geometry, "round trip");
+    assert_same(
+        &round.geometry.build().unwrap(),
+        &want,
+        "fan arc after to_json",
+    );
+
+    let (ang, det) = cone_parts();
+    for (radii, detector) in [
+        ("[7.5, null]", [Some(7.5), None]),
+        ("[7.5, 7.5]", [Some(7.5), Some(7.5)]),
+        ("[null, null]", [None, None]),
+    ] {
+        let g = parsed(&file(
+            3,
+            &format!(r#"{CONE}, "det_curvature_radius": {radii}"#),
+        ));
+        let want = Geometry::cone_curved(
+            &ang,
+            &det,
+            4.5,
+            1.75,
+            detector,
+            0.65,
+            [0.0, 0.0, 1.0],
+            [0.1, -0.2],
+        )
+        .unwrap();
+        assert_same(&g, &want, radii);
+        assert_eq!(g.vec().detector(), want.vec().detector(), "{radii}");
+    }
+    let flat = parsed(&file(3, CONE));
+    let none = parsed(&file(
+        3,
+        &format!(r#"{CONE}, "det_curvature_radius": [null, null]"#),
+    ));
+    assert_same(&none, &flat, "[null, null] is flat");
+    // A point-beam vec geometry takes it too (the views' vectors are the centre pixel's frame).
+    let views = vec_views(3)
+        .into_iter()
+        .map(|mut v| {
+            // Orthogonal det_u and det_v, as a curved detector needs.
+            v.det_v = [0.0, 0.0, 0.35];
+            v.det_u[2] = 0.0;
+            v
+        })
+        .collect::<Vec<_>>();
+    let text = vec_json("point", 3, &views, &[6, 4]).replace(
+        r#""kind": "vec""#,
+        r#""kind": "vec", "det_curvature_radius": [5.0, null]"#,
+    );
+    let g = parsed(&text);
+    let want = VecGeometry::new(3, Beam::Point, &[6, 4], views)
+        .unwrap()
+        .with_detector(Detector::Cylindrical { radius: 5.0 })
+        .unwrap();
+    assert_eq!(g.vec(), &want);
+}
+
+/// Guards the errors of `det_curvature_radius`: zero, negative, too large or out-of-range
+/// numbers, a wrong type or count, two different radii, a key on a parallel beam, a detector
+/// that spans more than a circle (angle partition, or a radius too small for a vec
+/// detector's width), a sphere's latitudes beyond the poles. Each message names the key.
+#[test]
+fn det_curvature_radius_errors() {
+    let cases: Vec<(String, usize, &str)> = vec![
+        (
+            format!(r#"{FAN}, "det_curvature_radius": 0"#),
+            2,
+            "positive",
+        ),
+        (
+            format!(r#"{FAN}, "det_curvature_radius": -3.0"#),
+            2,
+            "positive",
+        ),
+        (
+            format!(r#"{FAN}, "det_curvature_radius": 1e16"#),
+            2,
+            "at most",
+        ),
+        (
+            format!(r#"{FAN}, "det_curvature_radius": 1e999"#),
+            2,
+            "det_curvature_radius",
+        ),
+        (
+            format!(r#"{FAN}, "det_curvature_radius": "6""#),
+            2,
+            "curvature radius",
+        ),
+        (
+            format!(r#"{FAN}, "det_curvature_radius": [6.0, null]"#),
+            2,
+            "one number",
+        ),
+        (format!(r#"{CONE}, "det_curvature_radius": 6.0"#), 3, "pair"),
+        (
+            format!(r#"{CONE}, "det_curvature_radius": [6.0, 5.0]"#),
+            3,
+            "cylindrical",
+        ),
+        (
+            format!(r#"{CONE}, "det_curvature_radius": [null, 5.0]"#),
+            3,
+            "cylindrical",
+        ),
+        (
+            format!(r#"{CONE}, "det_curvature_radius": [6.0, -1.0]"#),
+            3,
+            "positive",
+        ),
+        (
+            r#""kind": "parallel2d", "angles": {"min": 0, "max": 3, "count": 4},
+               "detector": {"min": [-1], "max": [1], "shape": [4]}, "det_curvature_radius": 5"#
+                .to_string(),
+            2,
+            "fan and cone",
+        ),
+        (
+            FAN.replace(
+                r#""min": [-0.4], "max": [0.5]"#,
+                r#""min": [-3.5], "max": [3.5]"#,
+            ) + r#", "det_curvature_radius": 6.0"#,
+            2,
+            "2π",
+        ),
+        (
+            CONE.replace(
+                r#"[-0.4, -0.3], "max": [0.5, 0.3]"#,
+                r#"[-0.4, -1.7], "max": [0.5, 1.7]"#,
+            ) + r#", "det_curvature_radius": [6.0, 6.0]"#,
+            3,
+            "π/2",
+        ),
+    ];
+    for (geometry, ndim, needle) in cases {
+        let m = error_of(&file(ndim, &geometry));
+        eprintln!("{m}");
+        assert!(m.contains(needle), "{needle:?} not in {m:?}\n{geometry}");
+        assert!(
+            m.contains("det_curvature_radius") || needle == "2π" || needle == "π/2",
+            "key not named: {m}"
+        );
+    }
+    // A vec detector 2.7 wide on a circle of radius 0.4 would wrap around.
+    let text = vec_json("point", 2, &vec_views(2), &[6]).replace(
+        r#""kind": "vec""#,
+        r#""kind": "vec", "det_curvature_radius": 0.4"#,
+    );
+    let m = error_of(&text);
+    assert!(
+        m.contains("det_curvature_radius") && m.contains("too small"),
+        "{m}"
+    );
+    let text = vec_json("parallel", 2, &vec_views(2), &[6]).replace(
+        r#""kind": "vec""#,
+        r#""kind": "vec", "det_curvature_radius": 10"#,
+    );
+    assert!(error_of(&text).contains("point source"));
+}
+
+/// Guards `src_offsets` (a flying focal spot): the file gives `with_src_offsets` of the
+/// constructor's geometry, each source moves by its offset in the view's frame while the
+/// detector stays, and bad lists are errors.
+#[test]
+fn src_offsets_move_the_source_and_not_the_detector() {
+    let (ang, det) = fan_parts();
+    let offsets = [[0.1, 0.0, 0.0], [0.0, 0.05, 0.0], [-0.02, -0.04, 0.0]];
+    for curved in [false, true] {
+        let extra = if curved {
+            r#", "det_curvature_radius": 6.25"#
+        } else {
+            ""
+        };
+        let text = file(
+            2,
+            &format!(r#"{FAN}{extra}, "src_offsets": [[0.1, 0.0], [0.0, 0.05], [-0.02, -0.04]]"#),
+        );
+        let g = parsed(&text);
+        let plain = if curved {
+            Geometry::fan_curved(&ang, &det, 4.5, 1.75, 6.25, 0.1).unwrap()
+        } else {
+            Geometry::fan_flat(&ang, &det, 4.5, 1.75, 0.1).unwrap()
+        };
+        let want = plain.with_src_offsets(&offsets).unwrap();
+        assert_same(&g, &want, "fan with src_offsets");
+        assert_eq!(g.src_offsets(), &offsets);
+        let thetas = g.data_partition().coord_vector(0).unwrap();
+        for (k, (a, b)) in plain.vec().views().iter().zip(g.vec().views()).enumerate() {
+            assert_eq!(a.det_center, b.det_center, "view {k}: the detector moved");
+            assert_eq!(a.det_u, b.det_u, "view {k}: the detector turned");
+            for iu in 0..9 {
+                assert_eq!(
+                    plain.vec().ray(k, iu, 0).0,
+                    g.vec().ray(k, iu, 0).0,
+                    "pixel {iu}"
+                );
+            }
+            // Towards the source: −e_y turned by θ; along u: e_x turned by θ.
+            let (s, c) = thetas[k].sin_cos();
+            let o = offsets[k % 3];
+            let want = [-o[0] * -s + o[1] * c, -o[0] * c + o[1] * s];
+            for (i, w) in want.iter().enumerate() {
+                assert!((b.src[i] - a.src[i] - w).abs() < 1e-14, "view {k}");
+            }
+        }
+    }
+    // 3D: the axial offset moves the source along the axis.
+    let (ang, det) = cone_parts();
+    let g = parsed(&file(
+        3,
+        &format!(
+            r#"{CONE}, "det_curvature_radius": [7.5, null], "src_offsets": [[0, 0, 0.03], [0, 0, -0.03]]"#
+        ),
+    ));
+    let plain = Geometry::cone_curved(
+        &ang,
+        &det,
+        4.5,
+        1.75,
+        [Some(7.5), None],
+        0.65,
+        [0.0, 0.0, 1.0],
+        [0.1, -0.2],
+    )
+    .unwrap();
+    for (k, (a, b)) in plain.vec().views().iter().zip(g.vec().views()).enumerate() {
+        let dz = if k % 2 == 0 { 0.03 } else { -0.03 };
+        assert!((b.src[2] - a.src[2] - dz).abs() < 1e-15 && (b.src[0] - a.src[0]).abs() < 1e-15);
+        assert_eq!(a.det_center, b.det_center);
+    }
+    for (bad, needle) in [
+        (r#""src_offsets": [[0.1]]"#, "2 entries"),
+        (r#""src_offsets": [[0.1, 0.0, 0.2]]"#, "2 entries"),
+        (r#""src_offsets": []"#, "empty"),
+        (r#""src_offsets": [[1e16, 0]]"#, "at most"),
+    ] {
+        let m = error_of(&file(2, &format!("{FAN}, {bad}")));
+        assert!(
+            m.contains(needle) && m.contains("src_offsets"),
+            "{needle:?} not in {m}"
+        );
+    }
+    let m = error_of(&file(
+        2,
+        r#""kind": "parallel2d", "angles": {"min": 0, "max": 3, "count": 4},
+           "detector": {"min": [-1], "max": [1], "shape": [4]}, "src_offsets": [[0.1, 0]]"#,
+    ));
+    assert!(m.contains("fan and cone"), "{m}");
+    let text = vec_json("point", 2, &vec_views(2), &[6]).replace(
+        r#""kind": "vec""#,
+        r#""kind": "vec", "src_offsets": [[0.1, 0]]"#,
+    );
+    assert!(error_of(&text).contains("not valid for vec"));
 }

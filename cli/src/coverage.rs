@@ -81,7 +81,9 @@ fn corners(min_pt: &[f64], max_pt: &[f64]) -> Vec<V3> {
         .collect()
 }
 
-/// The detector coverage of the box `[min_pt, max_pt]` by `geometry`, view by view.
+/// The detector coverage of the box `[min_pt, max_pt]` by `geometry`, view by view, for a flat
+/// detector (a curved one is treated as the plane of its centre pixel: the caller checks
+/// [`VecGeometry::detector`] first).
 pub fn coverage(geometry: &VecGeometry, min_pt: &[f64], max_pt: &[f64]) -> Coverage {
     let ndim = geometry.ndim();
     let half = [geometry.nu() as f64 / 2.0, geometry.nv() as f64 / 2.0];

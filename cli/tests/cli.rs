@@ -216,6 +216,53 @@ fn info_prints_shapes_and_kind() {
     assert!(text.contains("[36, 64, 48]"), "{text}");
 }
 
+/// A curved detector with a flying focal spot: `rodl info` names the surface and the offsets
+/// and does not report the flat-detector coverage; `rodl project` projects it (CPU).
+#[test]
+fn info_and_project_with_a_curved_detector() {
+    let dir = TempDir::new("curved");
+    let geometry = dir.path("curved.json");
+    std::fs::write(
+        &geometry,
+        r#"{"volume": {"min_pt": [-1, -1, -1], "max_pt": [1, 1, 1], "shape": [8, 8, 8]},
+            "geometry": {"kind": "cone", "angles": {"min": 0, "max": 6.283185307179586, "count": 12},
+              "detector": {"min": [-0.4, -1.5], "max": [0.4, 1.5], "shape": [16, 12]},
+              "src_radius": 4, "det_radius": 2, "det_curvature_radius": [6, null],
+              "src_offsets": [[0, 0.01, 0], [0, -0.01, 0.02]]}}"#,
+    )
+    .unwrap();
+    let out = rodl_ok(&[
+        OsStr::new("info"),
+        OsStr::new("--geometry"),
+        geometry.as_os_str(),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("cylindrical, curvature radius 6"), "{text}");
+    assert!(
+        text.contains("flying focal spot of 2 source offsets"),
+        "{text}"
+    );
+    assert!(
+        text.contains("coverage: not computed for a curved detector"),
+        "{text}"
+    );
+    let input = dir.path("x.npy");
+    write_npy(&input, &ndarray::Array3::<f32>::ones((8, 8, 8))).unwrap();
+    let output = dir.path("y.npy");
+    rodl_ok(&[
+        OsStr::new("project"),
+        OsStr::new("--geometry"),
+        geometry.as_os_str(),
+        OsStr::new("--input"),
+        input.as_os_str(),
+        OsStr::new("--output"),
+        output.as_os_str(),
+    ]);
+    let y: ArrayD<f32> = read_npy(&output).unwrap();
+    assert_eq!(y.shape(), &[12, 16, 12]);
+    assert!(y.iter().all(|v| v.is_finite()) && y.iter().any(|&v| v > 0.0));
+}
+
 // ------------------------------------------------------------------------- failures
 
 /// Runs `rodl project` on par2d_64 with `geometry` and `input` into `dir/out.npy` plus `extra`

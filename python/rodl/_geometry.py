@@ -7,7 +7,7 @@ and per-view vectors.
 
 import json
 import math
-from typing import NamedTuple, Sequence, Tuple, Union
+from typing import NamedTuple, Optional, Sequence, Tuple, Union
 
 from ._rodl import Geometry
 
@@ -106,26 +106,52 @@ def Parallel2dGeometry(apart: PartitionLike, dpart: PartitionLike, det_offset: f
     )
 
 
+def _curved(spec: dict, det_curvature_radius, src_offsets, ndim: int) -> dict:
+    """Adds ODL's ``det_curvature_radius`` and the flying focal spot's ``src_offsets`` to a
+    fan or cone ``spec`` (``None``: leave them out)."""
+    if det_curvature_radius is not None:
+        if ndim == 2:
+            spec["det_curvature_radius"] = float(det_curvature_radius)
+        else:
+            spec["det_curvature_radius"] = [
+                None if r is None else float(r) for r in det_curvature_radius
+            ]
+    if src_offsets is not None:
+        spec["src_offsets"] = [[float(x) for x in o] for o in src_offsets]
+    return spec
+
+
 def FanBeamGeometry(
     apart: PartitionLike,
     dpart: PartitionLike,
     src_radius: float,
     det_radius: float,
     det_offset: float = 0.0,
+    det_curvature_radius: Optional[float] = None,
+    src_offsets: Optional[Sequence[Sequence[float]]] = None,
 ) -> Geometry:
-    """2D fan beam with a flat detector (ODL's ``FanBeamGeometry``): the source at
-    ``src_radius`` from the rotation centre, the detector at ``det_radius`` opposite."""
+    """2D fan beam (ODL's ``FanBeamGeometry``): the source at ``src_radius`` from the rotation
+    centre, the detector at ``det_radius`` opposite. With ``det_curvature_radius`` the detector
+    is an arc of that radius (its centre towards the source; ``src_radius + det_radius``: the
+    equiangular detector about the source) and ``dpart`` partitions its angle (radians), as in
+    ODL. ``src_offsets``: a flying focal spot, per-view source shifts ``(towards the source,
+    along u)`` used cyclically (ODL's ``flying_focal_spot`` shifts)."""
     _finite("FanBeamGeometry", src_radius=src_radius, det_radius=det_radius, det_offset=det_offset)
     return _build(
         "FanBeamGeometry",
-        {
-            "kind": "fanflat",
-            "angles": _angles(apart),
-            "detector": _detector(dpart, 2),
-            "src_radius": float(src_radius),
-            "det_radius": float(det_radius),
-            "det_offset": _offset(det_offset, 1),
-        }
+        _curved(
+            {
+                "kind": "fanflat",
+                "angles": _angles(apart),
+                "detector": _detector(dpart, 2),
+                "src_radius": float(src_radius),
+                "det_radius": float(det_radius),
+                "det_offset": _offset(det_offset, 1),
+            },
+            det_curvature_radius,
+            src_offsets,
+            2,
+        ),
     )
 
 
@@ -157,23 +183,33 @@ def ConeBeamGeometry(
     pitch: float = 0.0,
     axis: Sequence[float] = (0.0, 0.0, 1.0),
     det_offset: Sequence[float] = (0.0, 0.0),
+    det_curvature_radius: Optional[Tuple[Optional[float], Optional[float]]] = None,
+    src_offsets: Optional[Sequence[Sequence[float]]] = None,
 ) -> Geometry:
-    """3D cone beam with a flat detector (ODL's ``ConeBeamGeometry``), circular or, with
-    ``pitch`` (shift along ``axis`` per full turn), helical."""
+    """3D cone beam (ODL's ``ConeBeamGeometry``), circular or, with ``pitch`` (shift along
+    ``axis`` per full turn), helical. ``det_curvature_radius`` as in ODL: ``(r, None)`` a
+    cylindrical detector, ``(r, r)`` a spherical one (``dpart`` then partitions ODL's curved
+    parameters: angle × height, or longitude × latitude). ``src_offsets``: a flying focal spot,
+    per-view source shifts ``(towards the source, along u, along the axis)``."""
     _finite("ConeBeamGeometry", src_radius=src_radius, det_radius=det_radius, pitch=pitch, axis=axis,
             det_offset=det_offset)
     return _build(
         "ConeBeamGeometry",
-        {
-            "kind": "cone",
-            "angles": _angles(apart),
-            "detector": _detector(dpart, 3),
-            "src_radius": float(src_radius),
-            "det_radius": float(det_radius),
-            "pitch": float(pitch),
-            "axis": list(_tuple(axis, float)),
-            "det_offset": _offset(det_offset, 2),
-        }
+        _curved(
+            {
+                "kind": "cone",
+                "angles": _angles(apart),
+                "detector": _detector(dpart, 3),
+                "src_radius": float(src_radius),
+                "det_radius": float(det_radius),
+                "pitch": float(pitch),
+                "axis": list(_tuple(axis, float)),
+                "det_offset": _offset(det_offset, 2),
+            },
+            det_curvature_radius,
+            src_offsets,
+            3,
+        ),
     )
 
 

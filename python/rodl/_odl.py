@@ -76,16 +76,12 @@ def _geometry(geometry) -> Geometry:
             f"from_odl: {name} has {geometry.motion_partition.ndim} motion parameters per view "
             "(Euler angles); rodl supports rotations about one axis (one angle per view)"
         )
-    curvature = getattr(geometry, "det_curvature_radius", None)
-    if curvature is not None:
-        raise NotImplementedError(
-            f"from_odl: {name} has a curved detector (det_curvature_radius={curvature}); rodl "
-            "supports flat detectors"
-        )
     detector = _odl_name(geometry.detector)
-    if detector not in ("Flat1dDetector", "Flat2dDetector"):
+    curved = {"CircularDetector": 2, "CylindricalDetector": 3, "SphericalDetector": 3}
+    if detector not in ("Flat1dDetector", "Flat2dDetector") and detector not in curved:
         raise NotImplementedError(
-            f"from_odl: {name} has a {detector}; rodl supports flat detectors"
+            f"from_odl: {name} has a {detector}; rodl supports flat, circular, cylindrical and "
+            "spherical detectors"
         )
     # The angles may be any 1D partition (non-uniform, random, a subset such as geometry[i::20],
     # nodes on the boundary): every view is given by its vectors at its own angle, and the data
@@ -100,11 +96,26 @@ def _geometry(geometry) -> Geometry:
     mid = 0.5 * (dlo + dhi)
     cells = (dhi - dlo) / np.asarray(dshape)
     point = hasattr(geometry, "src_position")
+    radius = None
+    if detector in curved:
+        radius = float(geometry.detector.radius)
+        if detector == "SphericalDetector" and abs(mid[1]) > 1e-12 * max(1.0, abs(cells[1])):
+            raise NotImplementedError(
+                f"from_odl: {name} has a spherical detector whose latitudes are not centred on "
+                f"its equator (midpoint {mid[1]}); rodl's spherical detectors are"
+            )
     rows = []
     for a in angles:
-        centre = np.asarray(geometry.det_point_position(a, mid if ndim == 3 else mid[0]), float)
+        param = mid if ndim == 3 else mid[0]
+        centre = np.asarray(geometry.det_point_position(a, param), float)
         axes = []
-        for k in range(ndim - 1):
+        if radius is not None:
+            # The tangents at the centre pixel, the pixel pitches as arc length (exact:
+            # ODL's points are det_refpoint + rotation · surface).
+            deriv = np.reshape(geometry.detector.surface_deriv(param), (ndim - 1, ndim))
+            rot = np.asarray(geometry.rotation_matrix(a), float)
+            axes = [rot @ deriv[k] * cells[k] for k in range(ndim - 1)]
+        for k in range(ndim - 1 if radius is None else 0):
             step = mid.copy()
             step[k] += cells[k]
             p = np.asarray(geometry.det_point_position(a, step if ndim == 3 else step[0]), float)
@@ -126,9 +137,61 @@ def _geometry(geometry) -> Geometry:
         [float(alo[0])] + [float(v) for v in dlo],
         [float(ahi[0])] + [float(v) for v in dhi],
     )
+    curvature = None
+    if radius is not None:
+        curvature = {"CircularDetector": radius, "CylindricalDetector": (radius, None),
+                     "SphericalDetector": (radius, radius)}[detector]
+        if not point:
+            raise NotImplementedError(f"from_odl: {name} has a curved detector with parallel beams")
+        _check_curved(geometry, name, angles, dlo, cells, dshape, radius, detector, vectors, ndim)
     return Geometry.from_vectors(
-        "point" if point else "parallel", list(dshape), vectors, partition
+        "point" if point else "parallel", list(dshape), vectors, partition, curvature
     )
+
+
+def _check_curved(geometry, name, angles, dlo, cells, dshape, radius, detector, vectors, ndim):
+    """Guards the conversion of a curved detector: rodl's pixels (its surface through the centre
+    pixel, curving towards the source, written out here) at the corners of every view's
+    detector are ODL's ``det_point_position``; a detector that curves away from its source (an
+    unusual ``det_axes_init``) raises."""
+    corners = [[0], [dshape[0] - 1]] if ndim == 2 else [
+        [i, j] for i in (0, dshape[0] - 1) for j in (0, dshape[1] - 1)]
+    mid_index = (np.asarray(dshape, float) - 1) / 2
+    worst = 0.0
+    scale = radius + float(np.max(np.abs(vectors)))
+    for k, a in enumerate(angles):
+        row = vectors[k]
+        src, c = row[:ndim], row[ndim:2 * ndim]
+        du = row[2 * ndim:3 * ndim]
+        eu = du / np.linalg.norm(du)
+        if ndim == 3:
+            dv = row[3 * ndim:4 * ndim]
+            ev = dv / np.linalg.norm(dv)
+            n = np.cross(ev, eu)
+        else:
+            ev = np.zeros(2)
+            n = np.array([-eu[1], eu[0]])
+        if np.dot(n, c - src) < 0:
+            n = -n
+        for idx in corners:
+            off = (np.asarray(idx, float) - mid_index) * cells  # parameters from the centre
+            phi = off[0]
+            if detector == "SphericalDetector":
+                th = off[1]
+                q = c + radius * (np.cos(th) * np.sin(phi) * eu + np.sin(th) * ev
+                                  + (np.cos(th) * np.cos(phi) - 1) * n)
+            else:
+                q = c + radius * np.sin(phi) * eu + radius * (np.cos(phi) - 1) * n
+                if ndim == 3:
+                    q = q + off[1] * ev
+            param = [dlo[i] + (idx[i] + 0.5) * cells[i] for i in range(ndim - 1)]
+            want = np.asarray(geometry.det_point_position(a, param if ndim == 3 else param[0]), float)
+            worst = max(worst, float(np.max(np.abs(q - want))))
+    if not worst <= 1e-9 * scale:
+        raise NotImplementedError(
+            f"from_odl: {name}'s {detector} does not curve towards its source as rodl's curved "
+            f"detectors do (pixels off by {worst:.3g})"
+        )
 
 
 def from_odl(obj, backend=None, threads=None, device=None, dtype=None):

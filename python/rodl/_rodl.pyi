@@ -125,7 +125,10 @@ class Geometry:
         det_shape: Sequence[int],
         vectors: _ArrayLike,
         partition: Optional[Tuple[Sequence[float], Sequence[float]]] = None,
+        det_curvature_radius: Union[float, Sequence[Optional[float]], None] = None,
     ) -> Geometry: ...
+    @property
+    def det_curvature_radius(self) -> Union[float, Tuple[float, Optional[float]], None]: ...
     @property
     def ndim(self) -> int: ...
     @property

@@ -8,8 +8,8 @@ ODL keeps its operator, its spaces and its algebra; rodl computes the projection
 exact adjoints (ODL's ``RayBackProjection`` calls ``call_backward``), on the CPU or, for a space
 on ``cuda:N``, on that GPU (``RodlImpl(..., backend="cuda:0")`` or ``register(backend=...)``
 chooses). Spaces backed by NumPy or by PyTorch (``impl='pytorch'``) both work (the data cross
-as host arrays), real or complex (real and imaginary parts are projected one after the other). What rodl cannot represent (curved detectors, non-uniform partitions, Euler
-angles) raises ``NotImplementedError`` when the operator is first used, naming what is missing.
+as host arrays), real or complex (real and imaginary parts are projected one after the other). What rodl cannot represent (spherical detectors off their equator, non-uniform partitions,
+Euler angles) raises ``NotImplementedError`` when the operator is first used, naming what is missing.
 """
 
 from typing import Optional

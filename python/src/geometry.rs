@@ -9,7 +9,7 @@ use pyo3::types::PyTuple;
 use crate::errors::{value_error, IntoPyResult};
 use crate::scalar::{Any, Dtype};
 use crate::space::PySpace;
-use rodl::tomo::{Beam, Geometry, GeometrySpec, TomoSpec, VecGeometry, View};
+use rodl::tomo::{Beam, Detector, Geometry, GeometrySpec, TomoSpec, VecGeometry, View};
 use rodl::{Space, UniformPartition};
 
 /// An acquisition geometry: where the source and the detector are for every view.
@@ -58,13 +58,18 @@ impl PyGeometry {
     /// ASTRA's vector geometries, with u first). `partition`, a tuple `(min_pt, max_pt)` over
     /// the views and the detector axes, sets the data space's cells (its weighting); without it
     /// the views have unit weight and the detector cells are the pixel sizes.
+    /// `det_curvature_radius` (ODL's: a number in 2D, a pair `(r, None)` cylindrical or `(r, r)`
+    /// spherical in 3D) makes the detector curved: each view's vectors are then the frame at
+    /// its centre pixel (`det_u`, `det_v` the tangents there, the pixel pitches as arc length),
+    /// and the surface curves towards the source.
     #[staticmethod]
-    #[pyo3(signature = (beam, det_shape, vectors, partition=None))]
+    #[pyo3(signature = (beam, det_shape, vectors, partition=None, det_curvature_radius=None))]
     fn from_vectors(
         beam: &str,
         det_shape: Vec<i64>,
         vectors: &Bound<'_, PyAny>,
         partition: Option<(Vec<f64>, Vec<f64>)>,
+        det_curvature_radius: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let det_shape = crate::count::counts("det_shape", &det_shape)?;
         let ndim = det_shape.len() + 1;
@@ -120,7 +125,21 @@ impl PyGeometry {
                 }
             })
             .collect();
-        let vec = VecGeometry::new(ndim, beam, &det_shape, views).py()?;
+        let radii: Vec<Option<f64>> = match det_curvature_radius {
+            None => Vec::new(),
+            Some(r) => match r.extract::<f64>() {
+                Ok(x) => vec![Some(x)],
+                Err(_) => r.extract::<Vec<Option<f64>>>().map_err(|_| {
+                    value_error(
+                        "det_curvature_radius must be a number or a sequence of numbers or None",
+                    )
+                })?,
+            },
+        };
+        let detector = Detector::from_curvature(ndim, &radii).py()?;
+        let vec = VecGeometry::new(ndim, beam, &det_shape, views)
+            .and_then(|v| v.with_detector(detector))
+            .py()?;
         let inner = match partition {
             None => Geometry::from_vec(vec).py()?,
             Some((lo, hi)) => {
@@ -129,6 +148,23 @@ impl PyGeometry {
             }
         };
         Ok(Self { inner })
+    }
+
+    /// ODL's `det_curvature_radius`: `None` for a flat detector, a number for a 2D arc, a
+    /// pair `(r, None)` (cylinder) or `(r, r)` (sphere) in 3D.
+    #[getter]
+    fn det_curvature_radius(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        let vec = self.inner.vec();
+        let d = vec.detector();
+        let Some(r) = d.radius() else {
+            return Ok(None);
+        };
+        Ok(Some(if vec.ndim() == 2 {
+            r.into_pyobject(py)?.into_any().unbind()
+        } else {
+            let pair = d.curvature(3);
+            PyTuple::new(py, pair)?.into_any().unbind()
+        }))
     }
 
     /// Number of space dimensions (2 or 3).
@@ -168,9 +204,17 @@ impl PyGeometry {
         (p.min_pt().to_vec(), p.max_pt().to_vec(), p.shape().to_vec())
     }
 
-    /// The per-view vectors, one row per view, as `from_vectors` takes them.
+    /// The per-view vectors, one row per view, as `from_vectors` takes them (flat detectors
+    /// only: `NotImplementedError` for a curved one, whose pixels the vectors do not give).
     #[getter]
     fn vectors<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        if self.inner.vec().detector().is_curved() {
+            return Err(pyo3::exceptions::PyNotImplementedError::new_err(format!(
+                "Geometry.vectors: the geometry has a curved detector ({:?}); its per-view \
+                 vectors describe a flat one",
+                self.inner.vec().detector()
+            )));
+        }
         let d = self.inner.ndim();
         let rows: Vec<Vec<f64>> = self
             .inner

@@ -192,9 +192,12 @@ def test_ray_transform_backend_follows_odl_impl_unless_given():
 def test_unsupported_odl_objects_raise_naming_what_is_missing():
     space = odl.uniform_discr([-1, -1], [1, 1], [8, 8])
     apart = odl.uniform_partition(0, 2 * np.pi, 10)
-    curved = tomo.FanBeamGeometry(apart, odl.uniform_partition(-0.5, 0.5, 16), 4, 2, det_curvature_radius=6)
-    with pytest.raises(NotImplementedError, match="curved detector"):
-        rodl.from_odl(curved)
+    # A spherical detector whose latitudes are off its equator has no rodl counterpart.
+    sphere = tomo.ConeBeamGeometry(
+        apart, odl.uniform_partition([-0.5, -0.2], [0.5, 0.4], [8, 6]), 4, 2, det_curvature_radius=(6, 6)
+    )
+    with pytest.raises(NotImplementedError, match="equator"):
+        rodl.from_odl(sphere)
     euler = tomo.Parallel3dEulerGeometry(
         odl.uniform_partition([0, 0], [np.pi, np.pi], [4, 3]), odl.uniform_partition([-1, -1], [1, 1], [8, 8])
     )
@@ -218,3 +221,47 @@ def test_unsupported_odl_objects_raise_naming_what_is_missing():
     with pytest.raises(NotImplementedError, match="weighted"):
         rodl.from_odl(odl.uniform_discr([0], [1], [4], weighting=2.0))
     del space
+
+
+@pytest.mark.parametrize(
+    "ndim,curvature,extra,make_rodl",
+    [
+        (2, 6.0, {}, lambda ap, dp: rodl.FanBeamGeometry(ap, dp, 4, 2, det_curvature_radius=6.0)),
+        (2, 3.0, {}, lambda ap, dp: rodl.FanBeamGeometry(ap, dp, 4, 2, det_curvature_radius=3.0)),
+        (3, (6.0, None), {}, lambda ap, dp: rodl.ConeBeamGeometry(ap, dp, 4, 2, det_curvature_radius=(6.0, None))),
+        (
+            3,
+            (6.0, None),
+            {"pitch": 0.7},
+            lambda ap, dp: rodl.ConeBeamGeometry(ap, dp, 4, 2, pitch=0.7, det_curvature_radius=(6.0, None)),
+        ),
+        (3, (5.0, 5.0), {}, lambda ap, dp: rodl.ConeBeamGeometry(ap, dp, 4, 2, det_curvature_radius=(5.0, 5.0))),
+    ],
+    ids=["fan-arc", "fan-arc-tight", "cylinder", "helical-cylinder", "sphere"],
+)
+def test_curved_odl_geometries_convert(ndim, curvature, extra, make_rodl):
+    """ODL 1.0's curved detectors (det_curvature_radius) convert view by view and project as
+    rodl's own curved constructors (ODL itself cannot project them with ASTRA)."""
+    apart = (0.3, 0.3 + 2 * np.pi, 24)
+    dpart = (-0.45, 0.35, 20) if ndim == 2 else ([-0.45, -0.3], [0.35, 0.3], [20, 14])
+    g_odl = (tomo.FanBeamGeometry if ndim == 2 else tomo.ConeBeamGeometry)(
+        odl.uniform_partition(*apart),
+        odl.uniform_partition(*dpart),
+        4,
+        2,
+        det_curvature_radius=curvature,
+        **extra,
+    )
+    g_rodl = make_rodl(rodl.uniform_partition(*apart), rodl.uniform_partition(*dpart))
+    g_conv = rodl.from_odl(g_odl)
+    assert g_conv.det_curvature_radius == g_rodl.det_curvature_radius == (curvature if ndim == 2 else tuple(curvature))
+    with pytest.raises(NotImplementedError, match="curved"):
+        g_conv.vectors
+    lo, hi = [-1.0] * ndim, [1.0] * ndim
+    s = rodl.uniform_discr(lo, hi, [12] * ndim, dtype="float64")
+    a, b = rodl.RayTransform(s, g_conv), rodl.RayTransform(s, g_rodl)
+    assert a.range == b.range
+    x = np.random.default_rng(1).random(s.shape)
+    np.testing.assert_allclose(a(x), b(x), rtol=0, atol=1e-10)
+    y = np.random.default_rng(0).standard_normal(a.range.shape)
+    np.testing.assert_allclose(a.adjoint(y), b.adjoint(y), rtol=0, atol=1e-9)

@@ -419,6 +419,8 @@ impl ScanInfo {
                 det_offset: Some(offset.to_vec()),
                 beam: None,
                 views: None,
+                det_curvature_radius: None,
+                src_offsets: None,
             });
         }
         let views = self
@@ -463,6 +465,8 @@ impl ScanInfo {
                 .into(),
             ),
             views: Some(views),
+            det_curvature_radius: None,
+            src_offsets: None,
         })
     }
 

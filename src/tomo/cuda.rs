@@ -158,6 +158,7 @@ impl CudaRay {
                 &grid.shape[..geom.ndim()]
             )));
         }
+        crate::tomo::projector::refuse_curved_on_cuda(geom)?;
         let ctx = device_ctx(id)?;
         let to_i32 = |n: usize, what: &str| {
             i32::try_from(n).map_err(|_| {

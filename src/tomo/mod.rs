@@ -30,8 +30,9 @@ pub use fbp::{
     GpuFilterMethod,
 };
 pub use geometry::{
-    cone_beam_geometry, parallel_beam_geometry, Beam, Geometry, GeometryKind, GeometrySpec,
-    TomoSpec, VecGeometry, View, VolumeSpec, MAX_GEOMETRY_FILE_BYTES, MAX_GEOMETRY_MAGNITUDE,
+    cone_beam_geometry, parallel_beam_geometry, Beam, CurvatureSpec, Detector, DetectorFrame,
+    Geometry, GeometryKind, GeometrySpec, TomoSpec, VecGeometry, View, VolumeSpec,
+    MAX_GEOMETRY_FILE_BYTES, MAX_GEOMETRY_MAGNITUDE,
 };
 pub use multi_device::{MultiDeviceBackProjection, MultiDeviceRayTransform};
 pub use ray_transform::{RayBackProjection, RayTransform};

@@ -150,6 +150,18 @@ pub fn describe(setup: &Setup) -> Result<Vec<String>, Failure> {
         fmt_list(&pixel),
         fmt_list(&extent)
     ));
+    if let Some(r) = vec.detector().radius() {
+        let shape = match vec.detector() {
+            rodl::tomo::Detector::Spherical { .. } => "spherical",
+            _ if ndim == 2 => "an arc",
+            _ => "cylindrical",
+        };
+        out.push(format!(
+            "          curved: {shape}, curvature radius {} (sizes and extent are arc lengths \
+             at the pixel centres)",
+            round_sig(r)
+        ));
+    }
     let mut magnification = 1.0;
     if let (Some(rs), Some(rd)) = (gspec.src_radius, gspec.det_radius) {
         magnification = (rs + rd) / rs;
@@ -164,6 +176,12 @@ pub fn describe(setup: &Setup) -> Result<Vec<String>, Failure> {
         );
         if let Some(p) = gspec.pitch.filter(|p| *p != 0.0) {
             line.push_str(&format!(", helical pitch {}", round_sig(p)));
+        }
+        if let Some(o) = &gspec.src_offsets {
+            line.push_str(&format!(
+                ", flying focal spot of {} source offsets (used cyclically)",
+                o.len()
+            ));
         }
         out.push(line);
     }
@@ -208,6 +226,14 @@ pub fn describe(setup: &Setup) -> Result<Vec<String>, Failure> {
     }
 
     // Coverage.
+    if vec.detector().is_curved() {
+        // The corners' shadows on a curved detector do not bound the volume's shadow.
+        out.push(format!(
+            "coverage: not computed for a curved detector ({:?})",
+            vec.detector()
+        ));
+        return Ok(out);
+    }
     let c = coverage(vec, &spec.volume.min_pt, &spec.volume.max_pt);
     let mut line = format!(
         "coverage: the whole volume (its bounding box) projects onto the detector in {} of {} \

@@ -172,7 +172,10 @@ pub(crate) struct RowBuffers {
 impl RowFilter {
     /// The filter `filter` (with `frequency_scaling`) times `scale` for rows of `n` samples with
     /// spacing `du`; `padding` zero-pads to at least `2n − 1` (no wrap-around), otherwise the
-    /// convolution is circular over `n` samples.
+    /// convolution is circular over `n` samples. `equiangular`: rows sampled in the fan angle
+    /// `γ` (spacing `du` in radians) of an arc detector about the source, whose ramp taps
+    /// `h(mΔγ)` become `(mΔγ / sin mΔγ)² h(mΔγ)` (the equiangular fan-beam kernel; the rows
+    /// must span less than π).
     pub(crate) fn new(
         n: usize,
         du: f64,
@@ -180,6 +183,7 @@ impl RowFilter {
         frequency_scaling: f64,
         padding: bool,
         scale: f64,
+        equiangular: bool,
     ) -> Result<Self> {
         if !(frequency_scaling > 0.0 && frequency_scaling <= 1.0) {
             return Err(Error::invalid(format!(
@@ -210,6 +214,27 @@ impl RowFilter {
             } else {
                 0.0
             };
+        }
+        if equiangular {
+            // The taps that meet data: |m| ≤ n − 1 with padding, |m| ≤ len/2 without.
+            let reach = if padding { n - 1 } else { len / 2 };
+            if reach as f64 * du >= std::f64::consts::PI {
+                return Err(Error::Unsupported(format!(
+                    "equiangular FBP needs a fan of less than π, the detector spans {} rad",
+                    n as f64 * du
+                )));
+            }
+            for (k, t) in taps.iter_mut().enumerate() {
+                let m = if k <= len / 2 {
+                    k as f64
+                } else {
+                    k as f64 - len as f64
+                };
+                if m != 0.0 && m.abs() <= reach as f64 {
+                    let g = m * du;
+                    *t *= (g / g.sin()).powi(2);
+                }
+            }
         }
         let mut spec = r2c.make_output_vec();
         r2c.process(&mut taps, &mut spec)
@@ -327,7 +352,7 @@ mod tests {
     #[test]
     fn ram_lak_taps_are_the_band_limited_ramp() {
         let du = 0.5;
-        let f = RowFilter::new(9, du, FilterType::RamLak, 1.0, true, 1.0).unwrap();
+        let f = RowFilter::new(9, du, FilterType::RamLak, 1.0, true, 1.0, false).unwrap();
         let t = f.taps();
         assert_eq!(t.len(), 17);
         for (k, &v) in t.iter().enumerate() {

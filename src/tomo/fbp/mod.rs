@@ -46,6 +46,21 @@
 //!   [`FbpFilter`] takes one factor `1/U` at the centre instead (`W₁ = sec γ`, `W₂ = cos γ`,
 //!   so that the two measurements of each line add up right): `A* F` is then a good
 //!   approximation for full turns (errors of order `(|x|/R)²`), not for short scans.
+//! * **Fan beam, arc detector about the source (equiangular;
+//!   [`Geometry::fan_curved`](crate::tomo::Geometry::fan_curved) with curvature radius
+//!   `src_radius + det_radius`)**: the data are sampled in the fan angle `γ`, the adjoint
+//!   back-projects with `1/L` (`L` the distance from the source) and the equiangular FBP with
+//!   `1/L² = (cos γ / U) / L`. The row filter's ramp taps become `(mΔγ / sin mΔγ)² h(mΔγ)`,
+//!   `W₁ = R cos γ`, and `1/U = (R (2 − sec²γ) − (x·e_c) sec²γ) / (R² − |x|²)` gives three
+//!   back-projections as above with `W₂ = R (2 cos γ − sec γ)`, `e_c,₁(β) sec γ`,
+//!   `e_c,₂(β) sec γ`; the single filter takes `W₂ = cos γ / R`.
+//! * **Cone beam, circular, cylindrical detector about the source (FDK)**: rows at height `h`
+//!   (cone angle `cos κ = D / √(D² + h²)`) are filtered along `γ` with the equiangular kernel,
+//!   `W₁ = R cos γ cos κ`, `W₂ = 1 / √(D² + h²)`, `c = 1/(2α)`: the adjoint on data in
+//!   `(γ, h)` back-projects with `√(D² + h²) / L_p²` (`L_p` the distance from the source across
+//!   the axis), so `A* F` is the cylindrical FDK with its `1/L_p²`. Other arcs and cylinders
+//!   (not about the source, shifted along u, helical, a fan of π or more) and spherical
+//!   detectors are `Error::Unsupported`.
 //! * **Short scans** (fan and cone beams with `α < 2π`): Parker's weights (generalised by
 //!   Wesarg et al. to over-scans; transition width `q`, [`FbpOptions::parker`]) multiply the
 //!   data before the filter, the two measurements of each line adding up to 1, and `c` uses

@@ -172,6 +172,7 @@ pub(super) fn prepare<T: Scalar>(
         options.frequency_scaling,
         options.padding,
         plan.scale,
+        matches!(setup.source, super::setup::Source::Arc { .. }),
     )?);
     Ok((setup, plan, row))
 }

@@ -4,7 +4,7 @@
 
 use std::f64::consts::PI;
 
-use super::super::geometry::{Beam, Geometry, View};
+use super::super::geometry::{Beam, Detector, Geometry, View};
 use crate::{Error, Result};
 
 /// Source placement of an FBP geometry.
@@ -26,6 +26,20 @@ pub(crate) enum Source {
         /// Each view's central direction (unit, from the source through the axis to the
         /// detector).
         central: Vec<[f64; 3]>,
+    },
+    /// A 2D fan beam whose detector is an arc about the source (equiangular): the data rows
+    /// are sampled in the fan angle.
+    Arc {
+        /// Distance of the source from the rotation centre.
+        r: f64,
+        /// The fan angle of each detector column, signed so that it turns with the scan (the
+        /// ray angle is `β + γ`).
+        gamma: Vec<f64>,
+        /// Each view's central direction (unit, from the source through the centre).
+        central: Vec<[f64; 3]>,
+        /// 3D (a cylinder about the source, axis along the rotation axis): the detector's
+        /// radius and each row's height above the source's plane (`[0]` in 2D).
+        height: Option<(f64, Vec<f64>)>,
     },
 }
 
@@ -91,6 +105,17 @@ impl Setup {
     /// partition, helical scans, tilted detectors).
     pub(crate) fn new(geometry: &Geometry) -> Result<Self> {
         let g = geometry.vec();
+        match g.detector() {
+            Detector::Flat => {}
+            Detector::Cylindrical { radius } => return Self::arc(geometry, radius),
+            d => {
+                // The weights below are those of a flat detector.
+                return Err(Error::Unsupported(format!(
+                    "FDK for a {d:?} detector is not implemented; reconstruct it iteratively \
+                     (the ray transform supports it on the CPU)"
+                )));
+            }
+        }
         let part = geometry.data_partition();
         let ndim = g.ndim();
         let views = g.views();
@@ -247,6 +272,110 @@ impl Setup {
         })
     }
 
+    /// A fan beam with an arc detector of radius `radius` (2D), or a circular cone beam with
+    /// a cylindrical detector about the rotation axis's direction (3D): it must be centred on a
+    /// source that turns on a circle about the origin with the angle partition's angles.
+    fn arc(geometry: &Geometry, radius: f64) -> Result<Self> {
+        let g = geometry.vec();
+        let part = geometry.data_partition();
+        let views = g.views();
+        let (nviews, nu, nv) = (views.len(), g.nu(), g.nv());
+        let ndim = g.ndim();
+        let alen = part.max_pt()[0] - part.min_pt()[0];
+        let thetas = part.coord_vector(0)?;
+        let betas: Vec<f64> = thetas.iter().map(|t| t - part.min_pt()[0]).collect();
+        let arc = |what: &str| {
+            Error::Unsupported(format!(
+                "FBP for an arc or cylindrical detector needs it centred on the source (radius \
+                 src_radius + det_radius, no detector offset along u) and a circular scan: \
+                 {what}"
+            ))
+        };
+        let ez = if ndim == 2 {
+            [0.0, 0.0, 1.0]
+        } else {
+            unit(views[0].det_v)
+        };
+        let tol = 1e-9;
+        // The part of `a` across the axis.
+        let across = |a: [f64; 3]| {
+            let t = dot(a, ez);
+            [0, 1, 2].map(|k| a[k] - t * ez[k])
+        };
+        let r = norm(across(views[0].src));
+        let src_height = dot(views[0].src, ez);
+        let dgamma = norm(views[0].det_u) / radius;
+        let central: Vec<[f64; 3]> = views
+            .iter()
+            .map(|v| unit(across(v.src.map(|x| -x))))
+            .collect();
+        // The rotation sense and angles from the sources, against the angle partition.
+        let mut sense = 1.0;
+        if nviews > 1 {
+            let mut phi = 0.0;
+            let mut phis = vec![0.0];
+            for k in 1..nviews {
+                let (a, b) = (central[k - 1], central[k]);
+                phi += dot(ez, cross(a, b)).atan2(dot(a, b));
+                phis.push(phi);
+            }
+            sense = if phis[1] < 0.0 { -1.0 } else { 1.0 };
+            for k in 0..nviews {
+                if (sense * phis[k] - (betas[k] - betas[0])).abs() > 1e-6 * alen.max(1.0) {
+                    return Err(arc(&format!(
+                        "view {k} is not at the angle {:.6} of the angle partition",
+                        thetas[k]
+                    )));
+                }
+            }
+        }
+        let axis = ez.map(|x| sense * x);
+        let signed = |e: [f64; 3], w: [f64; 3]| dot(axis, cross(e, w)).atan2(dot(e, w));
+        let v0 = &views[0];
+        let gamma_c = signed(central[0], across(sub(v0.det_center, v0.src)));
+        let su = dot(axis, cross(central[0], unit(v0.det_u))).signum();
+        let h0 = dot(sub(v0.det_center, v0.src), ez);
+        for (k, (v, e)) in views.iter().zip(&central).enumerate() {
+            let w = across(sub(v.det_center, v.src));
+            if (norm(across(v.src)) - r).abs() > tol * r
+                || (dot(v.src, ez) - src_height).abs() > tol * r
+                || (dot(sub(v.det_center, v.src), ez) - h0).abs() > tol * r
+                || (ndim == 3 && dot(unit(v.det_v), ez) < 1.0 - tol)
+                || (norm(w) - radius).abs() > tol * radius
+                || (signed(*e, w) - gamma_c).abs() > tol
+                || (norm(v.det_u) / radius - dgamma).abs() > tol * dgamma
+                || dot(axis, cross(*e, unit(v.det_u))).signum() != su
+            {
+                return Err(arc(&format!("view {k}")));
+            }
+        }
+        let gamma = (0..nu)
+            .map(|i| gamma_c + su * (i as f64 - 0.5 * (nu as f64 - 1.0)) * dgamma)
+            .collect();
+        let dv = norm(views[0].det_v);
+        let height = (ndim == 3).then(|| {
+            let h = (0..nv)
+                .map(|j| h0 + (j as f64 - 0.5 * (nv as f64 - 1.0)) * dv)
+                .collect();
+            (radius, h)
+        });
+        Ok(Self {
+            ndim,
+            nviews,
+            nu,
+            nv,
+            du: dgamma,
+            alen,
+            betas,
+            source: Source::Arc {
+                r,
+                gamma,
+                central,
+                height,
+            },
+        })
+    }
+
     /// The scan of the views `views` only (in range), as the filter of those views' data sees
     /// it: the angle interval stays the whole scan's (its weights and constants are the whole
     /// scan's), the per-view parts are those views'.
@@ -254,7 +383,7 @@ impl Setup {
         let mut s = self.clone();
         s.nviews = views.len();
         s.betas = self.betas[views.clone()].to_vec();
-        if let Source::Point { central, .. } = &mut s.source {
+        if let Source::Point { central, .. } | Source::Arc { central, .. } = &mut s.source {
             *central = central[views.clone()].to_vec();
         }
         s

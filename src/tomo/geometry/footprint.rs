@@ -57,7 +57,8 @@ impl VecGeometry {
     /// the convex hull of its corners' images, for a parallel beam and for a point source with
     /// the whole box in front of it), widened by [`BAND_MARGIN`] rows each side and clipped to
     /// the detector. All rows where that does not apply: 2D geometries, a detector parallel to
-    /// the rays, a corner at or behind the source, views out of range, anything not finite. The
+    /// the rays, a curved detector, a corner at or behind the source, views out of range,
+    /// anything not finite. The
     /// caller widens the box by the interpolation's reach (a ray reads cells up to one cell
     /// side away from its path). An empty range means that no ray of these views meets the box.
     pub(crate) fn rows_through(
@@ -71,7 +72,8 @@ impl VecGeometry {
         let Some(chosen) = self.views().get(views) else {
             return all;
         };
-        if self.ndim() != 3 || chosen.is_empty() {
+        // A curved detector's rows are not the projective image of a plane: all rows.
+        if self.ndim() != 3 || chosen.is_empty() || self.detector().is_curved() {
             return all;
         }
         let centre = 0.5 * (nv as f64 - 1.0);

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Deserializer, Serialize};
 
-use super::{Beam, Geometry, VecGeometry, View};
+use super::{Beam, Detector, Geometry, VecGeometry, View};
 use crate::{uniform_discr, Error, Result, Scalar, Space, UniformPartition};
 
 /// A reconstruction volume and an acquisition geometry, as in the geometry JSON:
@@ -151,6 +151,42 @@ pub struct GeometrySpec {
     /// Views of a `vec` geometry.
     #[serde(default)]
     pub views: Option<Vec<ViewSpec>>,
+    /// The detector's curvature, ODL's `det_curvature_radius` (fanflat, cone, point-beam vec;
+    /// default flat): a number for a 2D arc, a pair for 3D (`[r, null]` a cylinder, `[r, r]` a
+    /// sphere). With it, `detector.min`/`max` are ODL's curved parameters (radians along u;
+    /// along v a height, or a latitude on a sphere); see [`Geometry::fan_curved`] and
+    /// [`Geometry::cone_curved`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub det_curvature_radius: Option<CurvatureSpec>,
+    /// Per-view source offsets, used cyclically (fanflat, cone): ODL's flying focal spot
+    /// shifts, `[towards the source, along u]` in 2D and `[towards the source, along u, along
+    /// the axis]` in 3D, in world units (see [`Geometry::with_src_offsets`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub src_offsets: Option<Vec<Vec<f64>>>,
+}
+
+/// The `det_curvature_radius` of a geometry file: one radius (2D) or ODL's pair `(r_u, r_v)`
+/// (3D; `null` for flat along that axis).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(
+    untagged,
+    expecting = "a curvature radius (a number) or a pair of them (numbers or null)"
+)]
+pub enum CurvatureSpec {
+    /// One radius: the arc of a 2D fan beam.
+    Radius(f64),
+    /// ODL's list of radii (`null`: flat along that axis).
+    Radii(Vec<Option<f64>>),
+}
+
+impl CurvatureSpec {
+    /// The radii as ODL lists them.
+    pub fn radii(&self) -> Vec<Option<f64>> {
+        match self {
+            CurvatureSpec::Radius(r) => vec![Some(*r)],
+            CurvatureSpec::Radii(r) => r.clone(),
+        }
+    }
 }
 
 /// The message of an error without its kind's prefix.
@@ -427,6 +463,27 @@ impl GeometrySpec {
         if let Some(a) = &self.axis {
             check_numbers("geometry.axis", a)?;
         }
+        if let Some(c) = &self.det_curvature_radius {
+            for (i, r) in c.radii().iter().enumerate() {
+                let key = match c {
+                    CurvatureSpec::Radius(_) => "geometry.det_curvature_radius".to_string(),
+                    CurvatureSpec::Radii(_) => format!("geometry.det_curvature_radius[{i}]"),
+                };
+                if let Some(r) = *r {
+                    check_number(&key, r)?;
+                    if r <= 0.0 {
+                        return Err(Error::Config(format!(
+                            "`{key}` is {}; a curvature radius must be positive (null or no \
+                             key for a flat detector)",
+                            num(r)
+                        )));
+                    }
+                }
+            }
+        }
+        for (k, o) in self.src_offsets.iter().flatten().enumerate() {
+            check_numbers(&format!("geometry.src_offsets[{k}]"), o)?;
+        }
         for (k, v) in self.views.iter().flatten().enumerate() {
             check_numbers(&format!("geometry.views[{k}].src"), &v.src)?;
             check_numbers(&format!("geometry.views[{k}].det_center"), &v.det_center)?;
@@ -481,6 +538,7 @@ impl GeometrySpec {
                 ("pitch", self.pitch.is_some()),
                 ("axis", self.axis.is_some()),
                 ("det_offset", self.det_offset.is_some()),
+                ("src_offsets", self.src_offsets.is_some()),
             ];
             if let Some((key, _)) = unused.iter().find(|(_, given)| *given) {
                 return Err(Error::Config(format!(
@@ -539,28 +597,106 @@ impl GeometrySpec {
                 "`pitch` is only valid for cone geometries".into(),
             ));
         }
+        let parallel = matches!(kind, GeometryKind::Parallel2d | GeometryKind::Parallel3d);
+        for (key, given) in [
+            ("det_curvature_radius", self.det_curvature_radius.is_some()),
+            ("src_offsets", self.src_offsets.is_some()),
+        ] {
+            if parallel && given {
+                return Err(Error::Config(format!(
+                    "`{key}` is only valid for fan and cone geometries"
+                )));
+            }
+        }
+        let radii = self.curvature(ndim)?;
+        let curve = |e: Error| match e {
+            Error::Geometry(m) => Error::Config(format!("`geometry.det_curvature_radius`: {m}")),
+            e => e,
+        };
         let g = match kind {
             GeometryKind::Parallel2d => Geometry::parallel_2d_offset(&angles, &det, offset[0])?,
-            GeometryKind::Fanflat => Geometry::fan_flat(
-                &angles,
-                &det,
-                *need(&self.src_radius, "src_radius", kind)?,
-                *need(&self.det_radius, "det_radius", kind)?,
-                offset[0],
-            )?,
+            GeometryKind::Fanflat => match radii[0] {
+                None => Geometry::fan_flat(
+                    &angles,
+                    &det,
+                    *need(&self.src_radius, "src_radius", kind)?,
+                    *need(&self.det_radius, "det_radius", kind)?,
+                    offset[0],
+                )?,
+                Some(r) => Geometry::fan_curved(
+                    &angles,
+                    &det,
+                    *need(&self.src_radius, "src_radius", kind)?,
+                    *need(&self.det_radius, "det_radius", kind)?,
+                    r,
+                    offset[0],
+                )
+                .map_err(curve)?,
+            },
             GeometryKind::Parallel3d => Geometry::parallel_3d(&angles, &det, axis, offset)?,
-            GeometryKind::Cone => Geometry::cone_flat(
+            GeometryKind::Cone => Geometry::cone_curved(
                 &angles,
                 &det,
                 *need(&self.src_radius, "src_radius", kind)?,
                 *need(&self.det_radius, "det_radius", kind)?,
+                [radii[0], radii[1]],
                 self.pitch.unwrap_or(0.0),
                 axis,
                 offset,
-            )?,
+            )
+            .map_err(curve)?,
             GeometryKind::Vec => unreachable!("handled above"),
         };
+        let g = match &self.src_offsets {
+            None => g,
+            Some(list) => {
+                let offsets = list
+                    .iter()
+                    .enumerate()
+                    .map(|(k, o)| {
+                        if o.len() != ndim {
+                            return Err(Error::Config(format!(
+                                "`geometry.src_offsets[{k}]` must have {ndim} entries (towards \
+                                 the source, along u{}), got {}",
+                                if ndim == 3 { ", along the axis" } else { "" },
+                                o.len()
+                            )));
+                        }
+                        Ok([o[0], o[1], *o.get(2).unwrap_or(&0.0)])
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                if offsets.is_empty() {
+                    return Err(Error::Config(
+                        "`geometry.src_offsets` must not be empty (leave the key out for none)"
+                            .into(),
+                    ));
+                }
+                g.with_src_offsets(&offsets)?
+            }
+        };
         Ok(g.with_spec(self.clone()))
+    }
+
+    /// ODL's `det_curvature_radius` of the description for an `ndim`-dimensional geometry:
+    /// `ndim − 1` radii (`None`: flat along that axis).
+    fn curvature(&self, ndim: usize) -> Result<Vec<Option<f64>>> {
+        let Some(c) = &self.det_curvature_radius else {
+            return Ok(vec![None; ndim - 1]);
+        };
+        let radii = c.radii();
+        if radii.len() != ndim - 1 {
+            return Err(Error::Config(format!(
+                "`geometry.det_curvature_radius` of a {ndim}D geometry must be {}, got {} \
+                 entries",
+                if ndim == 2 {
+                    "one number (the arc's radius)"
+                } else {
+                    "a pair [r, null] (cylinder) or [r, r] (sphere)"
+                },
+                radii.len()
+            )));
+        }
+        Ok(radii)
     }
 
     fn build_vec(&self, ndim: usize) -> Result<Geometry> {
@@ -589,7 +725,21 @@ impl GeometrySpec {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        let vec = VecGeometry::new(ndim, beam, &self.detector.shape, views)?;
+        let detector =
+            Detector::from_curvature(ndim, &self.curvature(ndim)?).map_err(|e| match e {
+                Error::Geometry(m) => {
+                    Error::Config(format!("`geometry.det_curvature_radius`: {m}"))
+                }
+                e => e,
+            })?;
+        let vec = VecGeometry::new(ndim, beam, &self.detector.shape, views)?
+            .with_detector(detector)
+            .map_err(|e| match e {
+                Error::Geometry(m) => {
+                    Error::Config(format!("`geometry.det_curvature_radius`: {m}"))
+                }
+                e => e,
+            })?;
         Ok(Geometry::from_vec(vec)?.with_spec(self.clone()))
     }
 }

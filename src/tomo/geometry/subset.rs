@@ -2,7 +2,7 @@
 
 use std::ops::Range;
 
-use super::{Geometry, VecGeometry};
+use super::Geometry;
 use crate::{Error, Result, UniformPartition};
 
 impl Geometry {
@@ -37,12 +37,7 @@ impl Geometry {
                 "select_views: the view range {views:?} is empty or not within 0..{n}"
             )));
         }
-        let vec = VecGeometry::new(
-            self.vec.ndim(),
-            self.vec.beam(),
-            &self.vec.det_shape(),
-            self.vec.views()[views.clone()].to_vec(),
-        )?;
+        let vec = self.vec.select(views.clone())?;
         let p = &self.data_partition;
         let h = p.cell_side(0);
         let at = |k: usize| {
@@ -65,6 +60,7 @@ impl Geometry {
             vec,
             data_partition,
             spec: None,
+            setup: None,
         })
     }
 }

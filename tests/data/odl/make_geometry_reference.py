@@ -9,6 +9,10 @@ geometry classes and helpers (run with the ODL that the numbers should come from
   ODL's angle, source position (point beams) or unit ray direction (parallel beams, ODL's
   `-det_to_src`), and the positions `det_point_position(angle, param)` of the detector's corner
   pixels.
+* curved_positions.json: the same for fan beams with an arc detector (`det_curvature_radius=r`)
+  and cone beams with cylindrical `(r, None)` and spherical `(r, r)` detectors, circular and
+  helical, some with a flying focal spot (`src_shift_func=flying_focal_spot(...)`, rodl's
+  `src_offsets`), with the positions of every pixel, not only the corners.
 * geometry_helpers.json: ODL's `parallel_beam_geometry` and `cone_beam_geometry` for several
   volumes and radii: angle and detector partitions (ODL's defaults and given angle counts), and
   the cases that ODL refuses.
@@ -39,7 +43,7 @@ def pad3(p):
 
 
 def case(name, kind, amin, amax, count, dmin, dmax, shape, offset, src=None, det=None,
-         pitch=None, axis=None):
+         pitch=None, axis=None, curvature=None, ffs=None, every_pixel=False):
     ndim = 2 if kind in ("parallel2d", "fanflat") else 3
     apart = odl.uniform_partition(amin, amax, count)
     parallel = kind.startswith("parallel")
@@ -50,17 +54,23 @@ def case(name, kind, amin, amax, count, dmin, dmax, shape, offset, src=None, det
     else:
         lo, hi = dmin, dmax
     dpart = odl.uniform_partition(lo, hi, shape)
+    extra = {}
+    if curvature is not None:
+        extra["det_curvature_radius"] = curvature
+    if ffs is not None:
+        extra["src_shift_func"] = lambda a: tomo.flying_focal_spot(a, apart=apart, shifts=ffs)
     if kind == "parallel2d":
         g = tomo.Parallel2dGeometry(apart, dpart)
     elif kind == "parallel3d":
         g = tomo.Parallel3dAxisGeometry(apart, dpart, axis=axis or (0, 0, 1))
     elif kind == "fanflat":
         g = tomo.FanBeamGeometry(apart, dpart, src, det,
-                                 det_shift_func=lambda a: [0.0, -offset[0]])
+                                 det_shift_func=lambda a: [0.0, -offset[0]], **extra)
     else:
         g = tomo.ConeBeamGeometry(apart, dpart, src, det, pitch=pitch or 0.0,
                                   axis=axis or (0, 0, 1),
-                                  det_shift_func=lambda a: [0.0, -offset[0], offset[1]])
+                                  det_shift_func=lambda a: [0.0, -offset[0], offset[1]],
+                                  **extra)
     spec = {"kind": kind, "angles": {"min": amin, "max": amax, "count": count},
             "detector": {"min": list(dmin), "max": list(dmax), "shape": list(shape)},
             "det_offset": list(offset)}
@@ -71,9 +81,16 @@ def case(name, kind, amin, amax, count, dmin, dmax, shape, offset, src=None, det
         spec["pitch"] = pitch
     if axis is not None:
         spec["axis"] = list(axis)
+    if curvature is not None:
+        spec["det_curvature_radius"] = curvature
+    if ffs is not None:
+        spec["src_offsets"] = [list(s) for s in ffs]
     coords = [dpart.grid.coord_vectors[k] for k in range(ndim - 1)]
     corners = [[0], [shape[0] - 1]] if ndim == 2 else [
         [0, 0], [shape[0] - 1, 0], [0, shape[1] - 1], [shape[0] - 1, shape[1] - 1]]
+    if every_pixel:
+        corners = [[i] for i in range(shape[0])] if ndim == 2 else [
+            [i, j] for i in range(shape[0]) for j in range(shape[1])]
     views = []
     for a in g.angles:
         a = float(a)
@@ -111,6 +128,37 @@ def positions():
         case("helical_negative_start_tilted", "cone", -2.5, -2.5 + TAU, 5, [-1.5, -1.0],
              [2.5, 2.0], [4, 3], [-0.2, 0.4], src=6.0, det=2.0, pitch=-1.3,
              axis=[0.2, 0.1, 1.0]),
+    ]
+
+
+def curved():
+    q = np.pi / 4
+    return [
+        case("fan_arc_about_source", "fanflat", 1.0, 1.0 + TAU, 6, [-0.4], [0.4], [7], [0.0],
+             src=5.0, det=3.0, curvature=8.0, every_pixel=True),
+        case("fan_arc_odl_docstring", "fanflat", 0.0, TAU, 4, [-np.pi / 2], [np.pi / 2], [10],
+             [0.0], src=1.0, det=5.0, curvature=10.0, every_pixel=True),
+        case("fan_arc_offset_asymmetric", "fanflat", -0.7, -0.7 + np.pi, 5, [-0.3], [0.5], [6],
+             [0.25], src=6.0, det=2.5, curvature=4.0, every_pixel=True),
+        case("fan_arc_ffs", "fanflat", 0.3, 0.3 + TAU, 6, [-0.5], [0.5], [5], [0.0],
+             src=5.0, det=3.0, curvature=8.0, ffs=[(0.1, 0.0), (0.0, 0.05), (-0.02, -0.07)],
+             every_pixel=True),
+        case("cone_cylindrical", "cone", 1.0, 1.0 + TAU, 5, [-0.5, -1.0], [0.5, 1.5], [5, 4],
+             [0.2, -0.1], src=5.0, det=3.0, curvature=[8.0, None], every_pixel=True),
+        case("helical_cylindrical_ffs", "cone", 1.0, 1.0 + 2 * TAU, 8, [-0.6, -1.0],
+             [0.4, 1.0], [5, 4], [0.0, 0.1], src=5.0, det=3.0, pitch=0.8,
+             curvature=[8.0, None], ffs=[(0.0, 0.05, 0.0), (0.0, -0.05, 0.02)],
+             every_pixel=True),
+        case("helical_cylindrical_tilted", "cone", -2.5, -2.5 + TAU, 5, [-0.4, -1.0],
+             [0.6, 2.0], [4, 3], [-0.2, 0.4], src=6.0, det=2.0, pitch=-1.3,
+             axis=[0.2, 0.1, 1.0], curvature=[3.5, None], every_pixel=True),
+        case("cone_spherical", "cone", 0.5, 0.5 + TAU, 5, [-0.6, -q], [0.4, q], [5, 4],
+             [0.1, 0.2], src=5.0, det=3.0, curvature=[8.0, 8.0], every_pixel=True),
+        case("cone_spherical_off_equator", "cone", 0.2, 0.2 + TAU, 4, [-0.4, -0.1], [0.5, 0.5],
+             [4, 5], [0.1, -0.1], src=5.0, det=3.0, curvature=[7.0, 7.0], every_pixel=True),
+        case("helical_spherical_ffs", "cone", 1.0, 1.0 + 2 * TAU, 6, [-0.5, -0.3], [0.5, 0.3],
+             [4, 5], [0.0, 0.0], src=5.0, det=3.0, pitch=1.1, curvature=[6.0, 6.0],
+             ffs=[(0.03, 0.0, 0.0), (0.0, 0.0, 0.04)], every_pixel=True),
     ]
 
 
@@ -158,6 +206,9 @@ def main():
     meta = {"odl_version": odl.__version__, "generator": "tests/data/odl/make_geometry_reference.py"}
     with open(os.path.join(HERE, "geometry_positions.json"), "w") as f:
         json.dump({**meta, "cases": positions()}, f, indent=1)
+        f.write("\n")
+    with open(os.path.join(HERE, "curved_positions.json"), "w") as f:
+        json.dump({**meta, "cases": curved()}, f, separators=(",", ":"))
         f.write("\n")
     with open(os.path.join(HERE, "geometry_helpers.json"), "w") as f:
         json.dump({**meta, "cases": helpers()}, f, indent=1)

@@ -206,7 +206,8 @@ impl Grid {
                 }
             }
             Beam::Point => {
-                let simd = simd();
+                // The four-ray set-up evaluates flat detectors only.
+                let simd = simd() && !geom.detector().is_curved();
                 for iu in 0..nu {
                     let mut col: Option<Column> = None;
                     let mut iv = 0;
