@@ -6,7 +6,25 @@ use std::path::PathBuf;
 ///
 /// Every fallible public function returns [`Result`]; rodl does not panic on user input,
 /// on a missing GPU or driver, or on GPU memory exhaustion.
-#[derive(Debug, thiserror::Error)]
+///
+/// `Debug` reads like the message (`Display`), so a program whose `main` returns
+/// `Result<(), rodl::Error>` (or `rodl::Result<()>`) ends with `Error: ` and rodl's message;
+/// the alternate form `{:#?}` puts the variant's name in front of it.
+///
+/// ```
+/// use rodl::{uniform_discr, Error};
+/// let err: Error = uniform_discr::<f64>(&[0.0], &[1.0], &[0]).unwrap_err();
+/// assert_eq!(format!("{err:?}"), err.to_string());
+/// assert_eq!(format!("{err:#?}"), format!("InvalidArgument: {err}"));
+/// ```
+///
+/// Such a `main` fails with (the standard library reports `Error: {:?}`; `tests/error_report.rs`
+/// checks it):
+///
+/// ```text
+/// Error: invalid argument: a tensor space needs non-zero axis lengths, got [0]
+/// ```
+#[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// Two shapes that must agree do not.
@@ -90,6 +108,38 @@ pub enum Error {
     /// A configuration document (geometry JSON, …) is malformed.
     #[error("invalid configuration: {0}")]
     Config(String),
+}
+
+impl Error {
+    /// The variant's name (`"Shape"`, `"InvalidArgument"`, …), for the alternate `Debug` form.
+    fn variant_name(&self) -> &'static str {
+        match self {
+            Error::Shape { .. } => "Shape",
+            Error::SpaceMismatch { .. } => "SpaceMismatch",
+            Error::DeviceMismatch { .. } => "DeviceMismatch",
+            Error::InvalidArgument(_) => "InvalidArgument",
+            Error::NotLinear(_) => "NotLinear",
+            Error::Geometry(_) => "Geometry",
+            Error::Unsupported(_) => "Unsupported",
+            Error::CudaUnavailable(_) => "CudaUnavailable",
+            Error::Cuda(_) => "Cuda",
+            Error::GraphCapture(_) => "GraphCapture",
+            Error::Io { .. } => "Io",
+            Error::OutOfMemory { .. } => "OutOfMemory",
+            Error::Config(_) => "Config",
+        }
+    }
+}
+
+/// The message, as `Display` writes it; `{:#?}` writes `Variant: message`.
+impl std::fmt::Debug for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if f.alternate() {
+            write!(f, "{}: {self}", self.variant_name())
+        } else {
+            write!(f, "{self}")
+        }
+    }
 }
 
 /// `std::result::Result` with [`Error`].
