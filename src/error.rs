@@ -142,8 +142,17 @@ impl std::fmt::Debug for Error {
     }
 }
 
-/// `std::result::Result` with [`Error`].
-pub type Result<T> = std::result::Result<T, Error>;
+/// `std::result::Result` with [`Error`] by default; the second parameter is there so that
+/// `use rodl::prelude::*` (or `use rodl::Result`) leaves two-parameter uses of the standard
+/// `Result` working.
+///
+/// ```
+/// use rodl::Result;
+/// fn parse(s: &str) -> Result<u32, std::num::ParseIntError> { s.parse() } // std's Result
+/// fn space() -> Result<rodl::Space<f64>> { rodl::rn(&[3]) } // rodl::Error
+/// assert!(parse("x").is_err() && space().is_ok());
+/// ```
+pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
     pub(crate) fn shape(context: impl Into<String>, expected: &[usize], got: &[usize]) -> Self {

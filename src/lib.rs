@@ -17,6 +17,7 @@ pub mod io;
 pub mod memory;
 pub mod operator;
 pub mod parallel;
+pub mod prelude;
 pub mod preprocess;
 mod scalar;
 pub mod solvers;
