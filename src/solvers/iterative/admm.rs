@@ -44,7 +44,8 @@ impl AdmmOptions {
     }
 }
 
-/// The linearized ADMM (ODL's `admm_linearized`) for `min_x f(x) + g(L x)`, with `f` and `g`
+/// The linearized ADMM (ODL's `admm_linearized(x, f, g, L, tau, sigma, niter)`; here the
+/// operator comes first, as in every solver) for `min_x f(x) + g(L x)`, with `f` and `g`
 /// convex with proximal operators and `L` linear.
 ///
 /// With `z = u = 0` at the start, each iteration is

@@ -5,7 +5,7 @@ use super::{SolverInfo, StopReason};
 use crate::solvers::Callback;
 use crate::{Element, LinearOperator, Result, Scalar};
 
-/// CGLS (ODL's `conjugate_gradient_normal`): conjugate gradients on the normal equations
+/// CGLS (ODL's `conjugate_gradient_normal`, same arguments): conjugate gradients on the normal equations
 /// `A*A x = A* b`, without forming `A*A`, `niter` iterations from `x`, updating `x` in place.
 /// Minimises `‖A x − b‖` over the Krylov spaces; from `x = 0` it converges to the
 /// minimum-norm least-squares solution. Returns a [`SolverInfo`]: the iterations done (fewer

@@ -6,7 +6,7 @@ use crate::operator::check_same_space;
 use crate::solvers::Callback;
 use crate::{Element, Error, LinearOperator, Result, Scalar};
 
-/// Conjugate gradients for `A x = b` with `A` self-adjoint and positive definite in the
+/// Conjugate gradients (ODL's `conjugate_gradient`, same arguments) for `A x = b` with `A` self-adjoint and positive definite in the
 /// domain's inner product (e.g. `A*A + λI`), `niter` iterations from `x`, updating `x` in place.
 /// Returns a [`SolverInfo`]: the iterations done (fewer when the callback stops it, when the
 /// residual vanishes — [`StopReason::Converged`] — or when a search direction has zero curvature

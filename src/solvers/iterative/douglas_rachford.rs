@@ -54,8 +54,9 @@ impl DouglasRachfordOptions {
 }
 
 /// The Douglas–Rachford type primal–dual method of Boţ and Hendrich (2013, algorithm 3.1;
-/// ODL's `douglas_rachford_pd`) for `min_x f(x) + g(L x)`, with `f` and `g` convex with
-/// proximal operators and `L` linear.
+/// ODL's `douglas_rachford_pd(x, f, g, L, niter, tau, sigma)`, here operator first, with one
+/// `g` and one `L`) for `min_x f(x) + g(L x)`, with `f` and `g` convex with proximal operators
+/// and `L` linear.
 ///
 /// With the dual variable `v = 0` at the start, each iteration is
 ///

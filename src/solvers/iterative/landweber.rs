@@ -20,7 +20,8 @@ impl LandweberOptions {
     }
 }
 
-/// Landweber's method for `A x = b`: `x ← x + ω A*(b − A x)`, `niter` times, updating `x` in
+/// Landweber's method (ODL's `landweber`; its `omega` is [`LandweberOptions::omega`]) for
+/// `A x = b`: `x ← x + ω A*(b − A x)`, `niter` times, updating `x` in
 /// place. Returns a [`SolverInfo`]: the iterations done (fewer when the callback stops it) and
 /// the final `‖b − A x‖`.
 ///

@@ -6,7 +6,7 @@ use crate::operator::check_same_space;
 use crate::solvers::Callback;
 use crate::{Element, Error, LinOp, LinearOperator, Pointwise2, Result, Scalar, Space};
 
-/// MLEM for `y ~ Poisson(A x)`: `x ← x / (A* 1) · A*(y / A x)`, `niter` times, updating `x` in
+/// MLEM (ODL's `mlem`, same arguments) for `y ~ Poisson(A x)`: `x ← x / (A* 1) · A*(y / A x)`, `niter` times, updating `x` in
 /// place; it increases the Poisson log-likelihood `Σ y ln(A x) − A x` monotonically. Returns a
 /// [`SolverInfo`] with the iterations done (no residual). The callback gets neither residual nor
 /// objective (neither is free).

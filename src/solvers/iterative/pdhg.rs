@@ -114,6 +114,10 @@ pub fn pdhg_stepsize<T: Scalar>(op: &dyn LinearOperator<T>) -> Result<(f64, f64)
 /// The primal–dual hybrid gradient method of Chambolle and Pock for
 /// `min_x f(x) + g(L x)`, with `f` and `g` convex with proximal operators and `L` linear.
 ///
+/// ODL's `pdhg(x, f, g, L, niter, tau, sigma)`; rodl puts the operator first, as every solver
+/// (see [`solvers`](crate::solvers)): `pdhg(L, x, f, g, niter, &options, callback)`, with
+/// `tau`, `sigma` (and ODL's `theta`, `gamma_primal`, `gamma_dual`) in [`PdhgOptions`].
+///
 /// Each iteration (dual variable `y`, starting at 0):
 ///
 /// ```text

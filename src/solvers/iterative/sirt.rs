@@ -23,7 +23,7 @@ impl Default for SirtOptions {
     }
 }
 
-/// SIRT as in ASTRA: `x ← x + λ C A*(R (b − A x))`, `niter` times, updating `x` in place, with
+/// SIRT as in ASTRA (ODL has no SIRT; its arguments are [`landweber`](super::landweber)'s): `x ← x + λ C A*(R (b − A x))`, `niter` times, updating `x` in place, with
 /// `R = 1 / (A 1)` (inverse row sums) and `C = 1 / (A* 1)` (inverse column sums), both set to
 /// 0 where the sums vanish (rays that miss the volume, voxels that no ray sees — those keep
 /// their value). With [`SirtOptions::nonnegative`] the iterate is clamped to `x ≥ 0` after each
