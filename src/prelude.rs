@@ -4,7 +4,8 @@
 //! * spaces and elements: [`Space`], [`Element`], [`Device`], [`uniform_discr`], [`rn`],
 //!   [`weighted_rn`], [`UniformPartition`], [`Scalar`];
 //! * the operator traits and handles: [`Operator`], [`LinearOperator`] and their algebra
-//!   ([`OperatorExt`], [`LinearOperatorExt`]), the shared handles [`Op`] and [`LinOp`], and the
+//!   ([`OperatorExt`], [`LinearOperatorExt`]), the shared handles [`Op`] and [`LinOp`], the
+//!   bounds that accept any of them ([`AsOperator`], [`AsLinearOperator`], [`IntoLinOp`]), the
 //!   default operators [`IdentityOperator`], [`ScalingOperator`], [`MultiplyOperator`],
 //!   [`Gradient`], [`Divergence`], [`Laplacian`], [`PointwiseNorm`];
 //! * the checks [`check_adjoint`] and [`check_linearity`], and the quality measures [`psnr`],
@@ -14,8 +15,8 @@
 //! * tomography: [`RayTransform`], [`Backend`], [`CpuOptions`], [`CudaOptions`], [`Geometry`],
 //!   [`TomoSpec`], [`parallel_beam_geometry`], [`cone_beam_geometry`], [`fbp_op`],
 //!   [`FbpOptions`], [`FilterType`] and the phantom [`shepp_logan`];
-//! * solvers: the iterative solvers [`cgls`], [`conjugate_gradient`], [`landweber`], [`sirt`],
-//!   [`mlem`], [`osem`], [`pdhg`], [`fista`] with their options, [`SolverInfo`],
+//! * solvers: the iterative solvers [`cgls`](fn@cgls), [`conjugate_gradient`](fn@conjugate_gradient), [`landweber`](fn@landweber), [`sirt`](fn@sirt),
+//!   [`mlem`](fn@mlem), [`osem`](fn@osem), [`pdhg`](fn@pdhg), [`fista`](fn@fista) with their options, [`SolverInfo`],
 //!   [`StopReason`], the callbacks' [`Callback`], [`Control`], [`IterationInfo`], [`from_fn`]
 //!   (and `ProgressBar` with the feature `progress`), the functionals' traits [`Functional`],
 //!   [`FunctionalExt`] and handle [`Func`], and TV reconstruction: [`TvProblem`], [`pdhg_tv`],
@@ -69,7 +70,8 @@ pub use crate::tomo::{
     FbpOptions, FilterType, Geometry, RayTransform, TomoSpec,
 };
 pub use crate::{
-    rn, uniform_discr, weighted_rn, Device, Divergence, Element, Error, Gradient, IdentityOperator,
-    Laplacian, LinOp, LinearOperator, LinearOperatorExt, MultiplyOperator, Op, Operator,
-    OperatorExt, PointwiseNorm, Result, Scalar, ScalingOperator, Space, UniformPartition,
+    rn, uniform_discr, weighted_rn, AsLinearOperator, AsOperator, Device, Divergence, Element,
+    Error, Gradient, IdentityOperator, IntoLinOp, Laplacian, LinOp, LinearOperator,
+    LinearOperatorExt, MultiplyOperator, Op, Operator, OperatorExt, PointwiseNorm, Result, Scalar,
+    ScalingOperator, Space, UniformPartition,
 };

@@ -30,17 +30,17 @@
 //!
 //! | rodl | ODL | arguments |
 //! |---|---|---|
-//! | [`conjugate_gradient`](iterative::conjugate_gradient) | `conjugate_gradient` | `(op, x, rhs, niter, cb)` |
-//! | [`cgls`](iterative::cgls) | `conjugate_gradient_normal` | `(op, x, rhs, niter, cb)` |
-//! | [`landweber`](iterative::landweber) | `landweber` (`omega` in the options) | `(op, x, rhs, niter, &LandweberOptions, cb)` |
-//! | [`sirt`](iterative::sirt) | — (ASTRA's `SIRT`) | `(op, x, rhs, niter, &SirtOptions, cb)` |
-//! | [`mlem`](iterative::mlem) | `mlem` | `(op, x, data, niter, cb)` |
-//! | [`osem`](iterative::osem) | `osmlem` | `(&[ops], x, &[data], niter, cb)`: one operator and one data block per subset, as ODL's lists ([`RaySubsets`](iterative::RaySubsets) makes both) |
-//! | [`pdhg`](iterative::pdhg) | `pdhg(x, f, g, L, niter, tau, sigma, …)` | `(L, x, f, g, niter, &PdhgOptions, cb)` |
+//! | [`conjugate_gradient`](fn@iterative::conjugate_gradient) | `conjugate_gradient` | `(op, x, rhs, niter, cb)` |
+//! | [`cgls`](fn@iterative::cgls) | `conjugate_gradient_normal` | `(op, x, rhs, niter, cb)` |
+//! | [`landweber`](fn@iterative::landweber) | `landweber` (`omega` in the options) | `(op, x, rhs, niter, &LandweberOptions, cb)` |
+//! | [`sirt`](fn@iterative::sirt) | — (ASTRA's `SIRT`) | `(op, x, rhs, niter, &SirtOptions, cb)` |
+//! | [`mlem`](fn@iterative::mlem) | `mlem` | `(op, x, data, niter, cb)` |
+//! | [`osem`](fn@iterative::osem) | `osmlem` | `(&[ops], x, &[data], niter, cb)`: one operator and one data block per subset, as ODL's lists ([`RaySubsets`](iterative::RaySubsets) makes both) |
+//! | [`pdhg`](fn@iterative::pdhg) | `pdhg(x, f, g, L, niter, tau, sigma, …)` | `(L, x, f, g, niter, &PdhgOptions, cb)` |
 //! | [`pdhg_with_dual`](iterative::pdhg_with_dual) | `pdhg(…, y=…)` | `(L, x, y, f, g, niter, &PdhgOptions, cb)`: the dual iterate after the primal one |
 //! | [`admm_linearized`](iterative::admm_linearized) | `admm_linearized(x, f, g, L, tau, sigma, niter, …)` | `(L, x, f, g, niter, &AdmmOptions, cb)` |
 //! | [`douglas_rachford_pd`](iterative::douglas_rachford_pd) | `douglas_rachford_pd(x, f, g, L, niter, tau, sigma, …)` | `(L, x, f, g, niter, &DouglasRachfordOptions, cb)` (one `g`, one `L`: stack several with a [`BroadcastOperator`](crate::BroadcastOperator) and a [`SeparableSum`](functional::SeparableSum)) |
-//! | [`fista`](iterative::fista) | `accelerated_proximal_gradient(x, f, g, gamma, niter, …)` (ODL's `f` is the proximal one, its `g` the smooth one) | `(x, f, g, niter, &FistaOptions, cb)`: no operator (a data term's operator sits inside the smooth `f`); `f` smooth, `g` proximal |
+//! | [`fista`](fn@iterative::fista) | `accelerated_proximal_gradient(x, f, g, gamma, niter, …)` (ODL's `f` is the proximal one, its `g` the smooth one) | `(x, f, g, niter, &FistaOptions, cb)`: no operator (a data term's operator sits inside the smooth `f`); `f` smooth, `g` proximal |
 //! | [`pdhg_tv`](tv::pdhg_tv) | — | `(&TvProblem, x, niter, &PdhgTvOptions, cb)` |
 //! | [`fista_tv`](tv::fista_tv) | — | `(&TvProblem, x, niter, cb)`: no options (the step follows from the problem's bounds) |
 //!

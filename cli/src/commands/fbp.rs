@@ -115,7 +115,7 @@ fn reconstruct<T: NpyScalar>(
     args: &FbpArgs,
 ) -> Result<(), Failure> {
     let ray = compute.ray_transform::<T>(setup)?;
-    let fbp = fbp_op(&ray, options)?;
+    let fbp = fbp_op(ray.as_ref(), options)?;
     let x = fbp.apply(&ray.range().element(y)?)?;
     write_result(out, &x, &args.image, "the reconstruction")
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::PdhgOptions;
 use crate::{
-    BroadcastOperator, Element, Error, LinOp, LinearOperator, LinearOperatorExt, Result, Scalar,
+    AsLinearOperator, BroadcastOperator, Element, Error, LinOp, LinearOperatorExt, Result, Scalar,
 };
 
 /// The residual at the minimiser that [`auto_step_ratio`] assumes, relative to the data:
@@ -55,7 +55,12 @@ impl StepRatio {
     /// The ratio for the data term `½ ‖A x − y‖²` with the operator `op` and the data `y`:
     /// [`auto_step_ratio`] for [`StepRatio::Auto`], the given value for
     /// [`StepRatio::Fixed`] (an error unless it is finite and positive).
-    pub fn resolve<T: Scalar>(self, op: &dyn LinearOperator<T>, y: &Element<T>) -> Result<f64> {
+    pub fn resolve<T: Scalar>(
+        self,
+        op: &(impl AsLinearOperator<T> + ?Sized),
+        y: &Element<T>,
+    ) -> Result<f64> {
+        let op = op.as_linear();
         match self {
             StepRatio::Auto => auto_step_ratio(op, y),
             StepRatio::Fixed(r) => {
@@ -105,7 +110,11 @@ impl StepRatio {
 /// assert!((r - (0.25 / AUTO_RELATIVE_RESIDUAL).powi(2)).abs() < 1e-12 * r);
 /// # Ok::<(), rodl::Error>(())
 /// ```
-pub fn auto_step_ratio<T: Scalar>(op: &dyn LinearOperator<T>, y: &Element<T>) -> Result<f64> {
+pub fn auto_step_ratio<T: Scalar>(
+    op: &(impl AsLinearOperator<T> + ?Sized),
+    y: &Element<T>,
+) -> Result<f64> {
+    let op = op.as_linear();
     op.range().check_member(y, "auto_step_ratio: data")?;
     let y_norm = op.range().norm(y)?;
     if !y_norm.is_finite() {
@@ -169,7 +178,7 @@ pub struct BalancedPdhg<T: Scalar> {
 
 impl PdhgOptions {
     /// The balanced set-up for the blocks `(Lᵢ, ‖Lᵢ‖)` (norms or upper bounds of them, e.g.
-    /// [`LinearOperator::norm_estimate_with`] or
+    /// [`LinearOperator::norm_estimate_with`](crate::LinearOperator::norm_estimate_with) or
     /// [`Bounds`](crate::solvers::tv::Bounds)) and the step ratio `r = τ/σ`: see
     /// [`BalancedPdhg`]. Errors for no blocks, blocks on different domains, and norms or ratios
     /// that are not finite and positive.
