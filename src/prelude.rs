@@ -20,7 +20,7 @@
 //!   [`StopReason`], the callbacks' [`Callback`], [`Control`], [`IterationInfo`], [`from_fn`]
 //!   (and `ProgressBar` with the feature `progress`), the functionals' traits [`Functional`],
 //!   [`FunctionalExt`] and handle [`Func`], and TV reconstruction: [`TvProblem`], [`pdhg_tv`],
-//!   [`fista_tv`], [`PdhgTvOptions`];
+//!   [`fista_tv`], [`PdhgTvOptions`], [`FistaTvOptions`];
 //! * [`Error`] and [`Result`]. `rodl::Result<T, E = Error>` takes the error type as an optional
 //!   second parameter, so the glob import leaves `Result<(), Box<dyn std::error::Error>>` and
 //!   other two-parameter uses of the standard `Result` working.
@@ -63,7 +63,7 @@ pub use crate::solvers::iterative::{
     cgls, conjugate_gradient, fista, landweber, mlem, osem, pdhg, sirt, FistaOptions,
     LandweberOptions, PdhgOptions, SirtOptions, SolverInfo, StopReason,
 };
-pub use crate::solvers::tv::{fista_tv, pdhg_tv, PdhgTvOptions, TvProblem};
+pub use crate::solvers::tv::{fista_tv, pdhg_tv, FistaTvOptions, PdhgTvOptions, TvProblem};
 pub use crate::tomo::phantom::shepp_logan;
 pub use crate::tomo::{
     cone_beam_geometry, fbp_op, parallel_beam_geometry, Backend, CpuOptions, CudaOptions,

@@ -42,7 +42,7 @@
 //! | [`douglas_rachford_pd`](iterative::douglas_rachford_pd) | `douglas_rachford_pd(x, f, g, L, niter, tau, sigma, …)` | `(L, x, f, g, niter, &DouglasRachfordOptions, cb)` (one `g`, one `L`: stack several with a [`BroadcastOperator`](crate::BroadcastOperator) and a [`SeparableSum`](functional::SeparableSum)) |
 //! | [`fista`](fn@iterative::fista) | `accelerated_proximal_gradient(x, f, g, gamma, niter, …)` (ODL's `f` is the proximal one, its `g` the smooth one) | `(x, f, g, niter, &FistaOptions, cb)`: no operator (a data term's operator sits inside the smooth `f`); `f` smooth, `g` proximal |
 //! | [`pdhg_tv`](tv::pdhg_tv) | — | `(&TvProblem, x, niter, &PdhgTvOptions, cb)` |
-//! | [`fista_tv`](tv::fista_tv) | — | `(&TvProblem, x, niter, cb)`: no options (the step follows from the problem's bounds) |
+//! | [`fista_tv`](tv::fista_tv) | — | `(&TvProblem, x, niter, &FistaTvOptions, cb)` |
 //!
 //! The operator comes first, unlike ODL's proximal solvers, which put it after the functionals
 //! (`pdhg(x, f, g, L, …)`): in rodl the operator fixes the spaces the rest must belong to, as

@@ -281,12 +281,45 @@ pub fn pdhg_tv<T: Scalar>(
     )
 }
 
+/// Options of [`fista_tv`].
+///
+/// ```
+/// use rodl::solvers::tv::FistaTvOptions;
+/// assert_eq!(FistaTvOptions::default().huber_gamma, None); // Bounds::huber_gamma
+/// let sharper = FistaTvOptions { huber_gamma: Some(1e-3) };
+/// # let _ = sharper;
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct FistaTvOptions {
+    /// The Huber width `γ` that smooths TV where `|∇x| < γ` (finite and positive): smaller is
+    /// closer to TV and makes the step `1/L`, `L = ‖A‖² + λ ‖∇‖² / γ`, smaller. `None` (the
+    /// default) takes [`Bounds::huber_gamma`] of the problem.
+    pub huber_gamma: Option<f64>,
+}
+
 /// `niter` FISTA iterations for the Huber-smoothed TV problem from `x` (updated in place), as
-/// in the [module documentation](self).
+/// in the [module documentation](self), with the Huber width of `options`. The arguments are
+/// [`pdhg_tv`]'s, as the [solvers' rule](crate::solvers) asks.
+///
+/// ```
+/// use rodl::prelude::*;
+/// use rodl::solvers::tv::FistaTvOptions;
+/// let space = uniform_discr::<f64>(&[-1.0, -1.0], &[1.0, 1.0], &[16, 16])?;
+/// let ray = RayTransform::new(space.clone(), parallel_beam_geometry(&space, Some(20))?, Backend::default())?;
+/// let data = ray.apply(&shepp_logan(&space, true)?)?;
+/// let problem = TvProblem::new(ray, &data, 1e-4)?;
+/// let mut x = space.zero()?;
+/// fista_tv(&problem, &mut x, 50, &FistaTvOptions::default(), &mut ())?;
+/// assert!(problem.objective(&x)? < problem.objective(&space.zero()?)?);
+/// let bad = FistaTvOptions { huber_gamma: Some(0.0) };
+/// assert!(fista_tv(&problem, &mut x, 1, &bad, &mut ()).is_err());
+/// # Ok::<(), rodl::Error>(())
+/// ```
 pub fn fista_tv<T: Scalar>(
     problem: &TvProblem<T>,
     x: &mut Element<T>,
     niter: usize,
+    options: &FistaTvOptions,
     callback: &mut dyn Callback<T>,
 ) -> Result<SolverInfo> {
     let bounds = &problem.bounds;
@@ -294,7 +327,15 @@ pub fn fista_tv<T: Scalar>(
     let space = problem.op.domain().clone();
     let a: LinOp<T> = problem.op.clone();
     let grad: LinOp<T> = Arc::new(Gradient::new(space.clone())?);
-    let gamma = bounds.huber_gamma();
+    let gamma = match options.huber_gamma {
+        None => bounds.huber_gamma(),
+        Some(g) if g.is_finite() && g > 0.0 => g,
+        Some(g) => {
+            return Err(Error::invalid(format!(
+                "fista_tv: the Huber width must be finite and positive, got {g}"
+            )))
+        }
+    };
     let huber: Func<T> = Arc::new(Huber::new(grad.range().clone(), gamma)?);
     let k: LinOp<T> = Arc::new(BroadcastOperator::new(vec![a, grad])?);
     let sum: Func<T> = Arc::new(SeparableSum::new(vec![
