@@ -16,11 +16,7 @@
 
 use std::time::Instant;
 
-use rodl::factory::{LinFactory, SpaceDescExt};
-use rodl::parallel::DataParallel;
-use rodl::tomo::phantom::shepp_logan;
-use rodl::tomo::{parallel_beam_geometry, CpuOptions, RayTransform};
-use rodl::{check_adjoint, uniform_discr, Device, Element, LinearOperator, Operator, Result};
+use rodl::prelude::*;
 
 fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
     let mut batch = 6;

@@ -6,10 +6,8 @@
 use std::sync::Arc;
 
 use rand::SeedableRng;
-use rodl::{
-    check_adjoint, diagonal_operator, uniform_discr, BroadcastOperator, Element, Gradient,
-    IdentityOperator, LinOp, LinearOperator, LinearOperatorExt, MultiplyOperator, Result, Space,
-};
+use rodl::prelude::*;
+use rodl::{diagonal_operator, BroadcastOperator};
 
 fn main() -> Result<()> {
     println!("rodl demo: spaces, operators, adjoints\n");

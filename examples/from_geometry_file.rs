@@ -17,10 +17,8 @@ use std::time::Instant;
 
 use ndarray::ArrayD;
 use ndarray_npy::read_npy;
-use rodl::diagnostics::{psnr, relative_error};
-use rodl::solvers::iterative::{cgls, sirt, SirtOptions};
-use rodl::tomo::{fbp_op, Backend, FbpOptions, FilterType, RayTransform, TomoSpec};
-use rodl::{Element, Operator, Space};
+use rodl::diagnostics::relative_error;
+use rodl::prelude::*;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();

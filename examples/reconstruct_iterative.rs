@@ -22,9 +22,8 @@ mod reconstruct_common;
 use reconstruct_common::{
     exit_on_error, parse_args, save_png, timed, ExampleResult, Problem, Real,
 };
-use rodl::solvers::iterative::{cgls, mlem, osem, sirt, RaySubsets, SirtOptions};
-use rodl::tomo::{fbp_op, FbpOptions, FilterType};
-use rodl::Element;
+use rodl::prelude::*;
+use rodl::solvers::iterative::RaySubsets;
 
 /// FBP filter window (ODL's FBP example: Hann, cut off at 0.8 × Nyquist; the plain ramp has
 /// a better PSNR on these data, 23.9 dB, but a much noisier image, SSIM 0.50).

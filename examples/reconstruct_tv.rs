@@ -38,10 +38,8 @@ use std::time::Instant;
 use reconstruct_common::{
     exit_on_error, parse_args, save_png, timed, ExampleResult, Problem, Real,
 };
-use rodl::solvers::callback::{Control, IterationInfo};
+use rodl::prelude::*;
 use rodl::solvers::iterative::auto_step_ratio;
-use rodl::solvers::tv::{pdhg_tv, PdhgTvOptions, TvProblem};
-use rodl::{Element, LinOp};
 
 /// PDHG iterations.
 const ITERATIONS: usize = 200;

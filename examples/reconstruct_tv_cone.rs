@@ -3,8 +3,11 @@
 //! can be swapped. Prints PSNR and SSIM against the phantom.
 //!
 //! ```text
-//! cargo run --release --example reconstruct_tv_cone -- [SIZE] [ITERATIONS]   # 32 and 100
+//! cargo run --release --example reconstruct_tv_cone -- [SIZE] [ITERATIONS] [RATIO]   # 32, 100, auto
 //! ```
+//!
+//! `RATIO` is the step ratio `τ/σ`: `auto` (`StepRatio::Auto`, the default) or a number
+//! (`StepRatio::Fixed`), to compare the estimate with hand-picked ratios.
 //!
 //! The problem `min_{x ≥ 0} ½ ‖A x − y‖² + λ ‖ |∇x|₂ ‖₁` for a 3D modified Shepp–Logan
 //! phantom on `[-1, 1]³`, a circular cone-beam scan (source and detector at distance 4, 40
@@ -18,15 +21,12 @@
 use std::time::Instant;
 
 use rand::{rngs::StdRng, SeedableRng};
-use rodl::diagnostics::{psnr, ssim};
-use rodl::solvers::functional::{
-    FunctionalExt, GroupL1Norm, IndicatorNonnegativity, L2NormSquared, SeparableSum,
-};
-use rodl::solvers::iterative::{pdhg, PdhgOptions, StepRatio};
+use rodl::prelude::*;
+use rodl::solvers::functional::{GroupL1Norm, IndicatorNonnegativity, L2NormSquared, SeparableSum};
+use rodl::solvers::iterative::StepRatio;
 use rodl::solvers::tv::Bounds;
-use rodl::tomo::phantom::{noise::poisson_noise, shepp_logan};
-use rodl::tomo::{cone_beam_geometry, Backend, RayTransform};
-use rodl::{uniform_discr, Gradient, LinearOperatorExt, Operator, Pointwise};
+use rodl::tomo::phantom::noise::poisson_noise;
+use rodl::Pointwise;
 
 /// The weight λ of the total variation (the best PSNR for this noise level on 32³).
 const LAMBDA: f64 = 3e-4;
@@ -34,9 +34,13 @@ const LAMBDA: f64 = 3e-4;
 const COUNTS: f32 = 1000.0;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let mut args = std::env::args().skip(1).map(|a| a.parse::<usize>());
-    let n = args.next().transpose()?.unwrap_or(32);
-    let iterations = args.next().transpose()?.unwrap_or(100);
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let n = args.first().map_or(Ok(32), |a| a.parse::<usize>())?;
+    let iterations = args.get(1).map_or(Ok(100), |a| a.parse::<usize>())?;
+    let step_ratio = match args.get(2).map(String::as_str) {
+        None | Some("auto") => StepRatio::Auto,
+        Some(r) => StepRatio::Fixed(r.parse()?),
+    };
 
     // Phantom, scan and noisy data.
     let space = uniform_discr::<f32>(&[-1.0; 3], &[1.0; 3], &[n; 3])?;
@@ -59,7 +63,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let grad = Gradient::new(space.clone())?;
     let grad_space = grad.range().clone();
     let bounds = Bounds::new(&ray, &y)?;
-    let ratio = StepRatio::Auto.resolve(&ray, &y)?;
+    let ratio = step_ratio.resolve(&ray, &y)?;
     let set_up = PdhgOptions::balanced(
         vec![
             (ray.into_linop(), bounds.ray),

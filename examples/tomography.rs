@@ -17,9 +17,8 @@ use std::time::Instant;
 
 use ndarray::ArrayD;
 use ndarray_npy::{read_npy, write_npy};
+use rodl::prelude::*;
 use rodl::tomo::phantom::{gaussian_phantom, GaussianBlob};
-use rodl::tomo::{parallel_beam_geometry, Backend, Geometry, RayTransform, TomoSpec};
-use rodl::{check_adjoint, uniform_discr, Element, LinearOperator, Operator, Space};
 
 type Real = f32;
 

@@ -6,7 +6,25 @@ use std::path::PathBuf;
 ///
 /// Every fallible public function returns [`Result`]; rodl does not panic on user input,
 /// on a missing GPU or driver, or on GPU memory exhaustion.
-#[derive(Debug, thiserror::Error)]
+///
+/// `Debug` reads like the message (`Display`), so a program whose `main` returns
+/// `Result<(), rodl::Error>` (or `rodl::Result<()>`) ends with `Error: ` and rodl's message;
+/// the alternate form `{:#?}` puts the variant's name in front of it.
+///
+/// ```
+/// use rodl::{uniform_discr, Error};
+/// let err: Error = uniform_discr::<f64>(&[0.0], &[1.0], &[0]).unwrap_err();
+/// assert_eq!(format!("{err:?}"), err.to_string());
+/// assert_eq!(format!("{err:#?}"), format!("InvalidArgument: {err}"));
+/// ```
+///
+/// Such a `main` fails with (the standard library reports `Error: {:?}`; `tests/error_report.rs`
+/// checks it):
+///
+/// ```text
+/// Error: invalid argument: a tensor space needs non-zero axis lengths, got [0]
+/// ```
+#[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// Two shapes that must agree do not.
@@ -92,8 +110,49 @@ pub enum Error {
     Config(String),
 }
 
-/// `std::result::Result` with [`Error`].
-pub type Result<T> = std::result::Result<T, Error>;
+impl Error {
+    /// The variant's name (`"Shape"`, `"InvalidArgument"`, …), for the alternate `Debug` form.
+    fn variant_name(&self) -> &'static str {
+        match self {
+            Error::Shape { .. } => "Shape",
+            Error::SpaceMismatch { .. } => "SpaceMismatch",
+            Error::DeviceMismatch { .. } => "DeviceMismatch",
+            Error::InvalidArgument(_) => "InvalidArgument",
+            Error::NotLinear(_) => "NotLinear",
+            Error::Geometry(_) => "Geometry",
+            Error::Unsupported(_) => "Unsupported",
+            Error::CudaUnavailable(_) => "CudaUnavailable",
+            Error::Cuda(_) => "Cuda",
+            Error::GraphCapture(_) => "GraphCapture",
+            Error::Io { .. } => "Io",
+            Error::OutOfMemory { .. } => "OutOfMemory",
+            Error::Config(_) => "Config",
+        }
+    }
+}
+
+/// The message, as `Display` writes it; `{:#?}` writes `Variant: message`.
+impl std::fmt::Debug for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if f.alternate() {
+            write!(f, "{}: {self}", self.variant_name())
+        } else {
+            write!(f, "{self}")
+        }
+    }
+}
+
+/// `std::result::Result` with [`Error`] by default; the second parameter is there so that
+/// `use rodl::prelude::*` (or `use rodl::Result`) leaves two-parameter uses of the standard
+/// `Result` working.
+///
+/// ```
+/// use rodl::Result;
+/// fn parse(s: &str) -> Result<u32, std::num::ParseIntError> { s.parse() } // std's Result
+/// fn space() -> Result<rodl::Space<f64>> { rodl::rn(&[3]) } // rodl::Error
+/// assert!(parse("x").is_err() && space().is_ok());
+/// ```
+pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
     pub(crate) fn shape(context: impl Into<String>, expected: &[usize], got: &[usize]) -> Self {

@@ -17,6 +17,7 @@ pub mod io;
 pub mod memory;
 pub mod operator;
 pub mod parallel;
+pub mod prelude;
 pub mod preprocess;
 mod scalar;
 pub mod solvers;
@@ -33,9 +34,10 @@ pub use operator::default::{
     ScalingOperator, ZeroOperator,
 };
 pub use operator::{
-    diagonal_operator, power_method_opnorm, BatchedOperator, BlockOperator, BroadcastOperator,
-    ComponentEmbedding, ComponentProjection, Composition, LinOp, LinearOperator, LinearOperatorExt,
-    NormCache, Op, Operator, OperatorExt, OperatorSum, ReductionOperator, ScalarMultiple,
+    diagonal_operator, power_method_opnorm, AsLinearOperator, AsOperator, BatchedOperator,
+    BlockOperator, BroadcastOperator, ComponentEmbedding, ComponentProjection, Composition,
+    IntoLinOp, LinOp, LinearOperator, LinearOperatorExt, NormCache, Op, Operator, OperatorExt,
+    OperatorSum, ReductionOperator, ScalarMultiple,
 };
 pub use scalar::{Scalar, ScalarFamily, SliceOf};
 pub use space::{rn, uniform_discr, weighted_rn, Pointwise, Pointwise2, Space, UniformPartition};

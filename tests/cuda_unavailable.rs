@@ -18,6 +18,9 @@ fn cuda_space_request_does_not_panic() {
             assert!(!msg.is_empty());
             if !cfg!(feature = "cuda") {
                 assert!(msg.contains("`cuda` feature"), "unclear message: {msg}");
+                // how a dependent crate turns it on, not only rodl's own `--features cuda`
+                assert!(msg.contains("features = [\"cuda\"]"), "{msg}");
+                assert!(msg.contains("--features rodl/cuda"), "{msg}");
             }
             let shown = Error::CudaUnavailable(msg).to_string();
             assert!(shown.starts_with("CUDA is not available"), "{shown}");

@@ -298,7 +298,7 @@ fn composites_match<T: Scalar>() {
                 .compose(&lap_f.plus(&id_f).unwrap())
                 .unwrap()
                 .scaled(c),
-            grad.compose(&lap.plus(&id).unwrap())
+            grad.compose(lap.plus(&id).unwrap())
                 .unwrap()
                 .scaled(c)
                 .unwrap(),

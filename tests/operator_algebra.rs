@@ -57,7 +57,7 @@ fn linear_algebra_values() {
                 .unwrap(),
             4.0,
         ),
-        (a.adjoint().unwrap().compose(&b.neg()).unwrap(), -10.0),
+        (a.adjoint().unwrap().compose(b.neg()).unwrap(), -10.0),
     ];
     for (op, c) in cases {
         let want: Vec<f64> = [1.0, -2.0, 4.0].iter().map(|v| c * v).collect();
@@ -75,7 +75,7 @@ fn linear_algebra_values() {
 #[test]
 fn nested_composites_reuse_their_temporaries_correctly() {
     let s = rn::<f64>(&[4]).unwrap();
-    let b = scaling(&s, 2.0).compose(&scaling(&s, 3.0)).unwrap();
+    let b = scaling(&s, 2.0).compose(scaling(&s, 3.0)).unwrap();
     let bb = b.compose(&b).unwrap(); // the same composite, twice in a row
     let x = s.one().unwrap();
     assert_eq!(values(&bb.apply(&x).unwrap()), vec![36.0; 4]);
@@ -96,7 +96,7 @@ fn composites_are_safe_to_share_between_threads() {
         .unwrap()
         .compose(&grad)
         .unwrap()
-        .plus(&scaling(&s, 2.0))
+        .plus(scaling(&s, 2.0))
         .unwrap();
     let inputs: Vec<_> = (0..4)
         .map(|k| s.random_normal(&mut rng(k)).unwrap())
@@ -178,12 +178,12 @@ fn norm_estimates_of_composites() {
     // ‖c·A‖ = |c|·‖A‖ without another power iteration
     assert_eq!(grad.scaled(-3.0).unwrap().norm_estimate().unwrap(), 3.0 * g);
     // compositions and sums cache their own estimate
-    let c = grad.compose(&scaling(&s, 2.0)).unwrap();
+    let c = grad.compose(scaling(&s, 2.0)).unwrap();
     assert_eq!(c.norm_cache().unwrap().get(), None);
     let v = c.norm_estimate().unwrap();
     assert_eq!(c.norm_cache().unwrap().get(), Some(v));
     assert!((v - 2.0 * g).abs() <= 1e-6 * v, "{v} vs {}", 2.0 * g);
-    let sum = scaling(&s, 2.0).plus(&scaling(&s, 1.5)).unwrap();
+    let sum = scaling(&s, 2.0).plus(scaling(&s, 1.5)).unwrap();
     assert!((sum.norm_estimate().unwrap() - 3.5).abs() <= 1e-14);
     assert!(sum.norm_cache().unwrap().get().is_some());
 }
@@ -205,7 +205,7 @@ fn construction_errors() {
         Err(Error::SpaceMismatch { .. })
     ));
     assert!(grad.compose(&grad).is_err());
-    assert!(ax.compose(&grad.adjoint().unwrap()).is_ok());
+    assert!(ax.compose(grad.adjoint().unwrap()).is_ok());
     assert!(matches!(ax.plus(&ay), Err(Error::SpaceMismatch { .. })));
     assert!(ax.minus(&az).is_err());
     // same domain, other range
@@ -226,8 +226,8 @@ fn apply_errors() {
     let z = rn::<f64>(&[5]).unwrap();
     let grad: LinOp<f64> = Arc::new(Gradient::new(x.clone()).unwrap());
     let ops: Vec<LinOp<f64>> = vec![
-        grad.compose(&scaling(&x, 2.0)).unwrap(),
-        scaling(&x, 2.0).plus(&scaling(&x, 1.0)).unwrap(),
+        grad.compose(scaling(&x, 2.0)).unwrap(),
+        scaling(&x, 2.0).plus(scaling(&x, 1.0)).unwrap(),
         grad.scaled(2.0).unwrap(),
         Arc::new(ScalarMultiple::right(grad.clone(), 2.0).unwrap()),
     ];

@@ -186,7 +186,7 @@ fn a_factor_without_a_batched_form_leaves_the_combination_without_one() {
     assert!(a.plus(&id).unwrap().batched().is_none());
     assert!(a.compose(&id).unwrap().batched().is_none());
     assert!(id
-        .compose(&g.adjoint().unwrap().compose(&g).unwrap())
+        .compose(g.adjoint().unwrap().compose(&g).unwrap())
         .unwrap()
         .batched()
         .is_none());
@@ -231,7 +231,7 @@ fn batched_operators(space: &Space<f64>) -> Vec<(&'static str, LinOp<f64>)> {
         ("gradient ∘ divergence", g.compose(&d).unwrap()),
         (
             "laplacian − div ∘ grad",
-            l.minus(&d.compose(&g).unwrap()).unwrap(),
+            l.minus(d.compose(&g).unwrap()).unwrap(),
         ),
         ("multiply ∘ laplacian", m.compose(&l).unwrap()),
         (

@@ -930,7 +930,7 @@ proptest! {
             ("grad ∘ A*", grad.compose(&adj).unwrap()),
             ("A ∘ cI", ray.compose(&scaling).unwrap()),
             ("A* ∘ A", adj.compose(&ray).unwrap()),
-            ("A ∘ grad*", ray.compose(&grad.adjoint().unwrap()).unwrap()),
+            ("A ∘ grad*", ray.compose(grad.adjoint().unwrap()).unwrap()),
             ("2A − A", ray.scaled(2.0).unwrap().minus(&ray).unwrap()),
         ];
         for (name, op) in ops {

@@ -8,7 +8,7 @@ use clap::ValueEnum;
 use rodl::solvers::iterative::{
     cgls, landweber, mlem, osem, sirt, LandweberOptions, RaySubsets, SirtOptions,
 };
-use rodl::solvers::tv::{fista_tv, pdhg_tv, PdhgTvOptions, TvProblem};
+use rodl::solvers::tv::{fista_tv, pdhg_tv, FistaTvOptions, PdhgTvOptions, TvProblem};
 use rodl::solvers::Callback;
 use rodl::tomo::{Backend, RayTransform};
 use rodl::{Element, Operator, Scalar};
@@ -189,17 +189,19 @@ pub fn reconstruct<T: Scalar>(
         Algorithm::FistaTv => {
             let mut x = domain.zero()?;
             let problem = TvProblem::new(ray.clone(), data, lambda)?;
-            let k = fista_tv(&problem, &mut x, n, callback).map_err(|e| {
-                // The step is 1 / (Lipschitz constant of the gradient), which grows with λ.
-                if crate::error_message(&e).contains("Lipschitz") {
-                    Failure::usage(format!(
-                        "--tv-weight {lambda:e} is too large for fista-tv (its step size \
+            let k = fista_tv(&problem, &mut x, n, &FistaTvOptions::default(), callback).map_err(
+                |e| {
+                    // The step is 1 / (Lipschitz constant of the gradient), which grows with λ.
+                    if crate::error_message(&e).contains("Lipschitz") {
+                        Failure::usage(format!(
+                            "--tv-weight {lambda:e} is too large for fista-tv (its step size \
                          would vanish); try a smaller weight"
-                    ))
-                } else {
-                    Failure::from(e)
-                }
-            })?;
+                        ))
+                    } else {
+                        Failure::from(e)
+                    }
+                },
+            )?;
             (x, k)
         }
     };

@@ -19,11 +19,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use rand::{rngs::StdRng, SeedableRng};
-use rodl::diagnostics::{psnr, ssim};
 use rodl::io::{write_png, Window};
-use rodl::tomo::phantom::{noise::poisson_noise, shepp_logan};
-use rodl::tomo::{parallel_beam_geometry, Backend, RayTransform};
-use rodl::{uniform_discr, Device, Element, Operator, Space};
+use rodl::prelude::*;
+use rodl::tomo::phantom::noise::poisson_noise;
 
 /// The scalar type: f32 runs on the CPU and on the GPU.
 pub type Real = f32;

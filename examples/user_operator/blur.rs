@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use rodl::{Element, Error, LinOp, LinearOperator, Operator, Result, Scalar, Space};
+use rodl::prelude::*;
 
 /// Detector blur: every line of the data along the last axis (the detector's `u` axis of a
 /// sinogram `[angle, u]`) is convolved with a short kernel `w` of odd length `2m + 1`, zero

@@ -13,10 +13,7 @@
 mod blur;
 
 use blur::DetectorBlur;
-use rodl::solvers::iterative::cgls;
-use rodl::tomo::phantom::shepp_logan;
-use rodl::tomo::{parallel_beam_geometry, Backend, RayTransform};
-use rodl::{check_adjoint, check_linearity, uniform_discr, LinearOperatorExt, Operator};
+use rodl::prelude::*;
 
 fn main() -> rodl::Result<()> {
     let space = uniform_discr::<f64>(&[-1.0, -1.0], &[1.0, 1.0], &[64, 64])?;

@@ -302,7 +302,13 @@ fn tv_t<'py, T: Real>(
         None,
         |xe, cb| match &pdhg {
             Some(o) => rodl::solvers::tv::pdhg_tv(&problem, xe, n, o, cb),
-            None => rodl::solvers::tv::fista_tv(&problem, xe, n, cb),
+            None => rodl::solvers::tv::fista_tv(
+                &problem,
+                xe,
+                n,
+                &rodl::solvers::tv::FistaTvOptions::default(),
+                cb,
+            ),
         },
     )
 }

@@ -18,7 +18,10 @@ use crate::{Device, Error, Result, Scalar, ScalarFamily};
 /// The error of every CUDA entry point in a build without the `cuda` feature.
 pub(crate) fn unavailable() -> Error {
     Error::CudaUnavailable(
-        "rodl was built without the `cuda` feature (rebuild with `--features cuda`)".into(),
+        "rodl was built without its `cuda` feature (enable it: `features = [\"cuda\"]` on the \
+         rodl dependency in Cargo.toml, or `--features rodl/cuda`; `--features cuda` in rodl's \
+         own checkout)"
+            .into(),
     )
 }
 

@@ -2,8 +2,8 @@
 
 use rand::{Rng, SeedableRng};
 
-use crate::operator::{check_same_space, LinearOperator, Operator};
-use crate::{Error, Result, Scalar};
+use crate::operator::check_same_space;
+use crate::{AsLinearOperator, AsOperator, Error, Result, Scalar};
 
 /// The outcome of [`check_adjoint`].
 #[derive(Clone, Debug)]
@@ -21,14 +21,14 @@ pub struct AdjointReport {
 ///
 /// A correct adjoint gives a value near the rounding unit of the scalar type.
 ///
-/// ‖A‖ is [`LinearOperator::norm_estimate`]: unless the operator knows or has cached its norm,
+/// ‖A‖ is [`LinearOperator::norm_estimate`](crate::LinearOperator::norm_estimate): unless the operator knows or has cached its norm,
 /// that is up to 100 power iterations (each one forward and one adjoint application) before the
 /// `trials` pairs (one of each per pair). For a large operator give a known norm, or a cheaper
 /// estimate, to [`check_adjoint_with`].
 ///
 /// Errors with [`Error::SpaceMismatch`] when the adjoint's domain is not the operator's range or
-/// its range not the operator's domain. Any [`LinearOperator`] is accepted, whatever its
-/// [`Operator::is_linear`] says: implementing the trait is what makes an operator linear.
+/// its range not the operator's domain. Any [`LinearOperator`](crate::LinearOperator) is accepted, whatever its
+/// [`Operator::is_linear`](crate::Operator::is_linear) says: implementing the trait is what makes an operator linear.
 ///
 /// ```
 /// use rodl::{check_adjoint, uniform_discr, Gradient};
@@ -37,7 +37,7 @@ pub struct AdjointReport {
 /// assert!(report.max_rel_error < 1e-13);
 /// # Ok::<(), rodl::Error>(())
 /// ```
-pub fn check_adjoint<T: Scalar, A: LinearOperator<T> + ?Sized>(
+pub fn check_adjoint<T: Scalar, A: AsLinearOperator<T> + ?Sized>(
     op: &A,
     trials: usize,
     seed: u64,
@@ -47,7 +47,7 @@ pub fn check_adjoint<T: Scalar, A: LinearOperator<T> + ?Sized>(
 
 /// [`check_adjoint`] with the operator norm used for the scaling given by the caller: `Some(n)`
 /// uses `n` (a known norm, or an estimate from
-/// [`LinearOperator::norm_estimate_with`]) and costs only the `trials` forward and adjoint
+/// [`LinearOperator::norm_estimate_with`](crate::LinearOperator::norm_estimate_with)) and costs only the `trials` forward and adjoint
 /// applications; `None` estimates it as [`check_adjoint`] does.
 ///
 /// Errors with [`Error::InvalidArgument`] unless a given norm is finite and positive.
@@ -63,12 +63,13 @@ pub fn check_adjoint<T: Scalar, A: LinearOperator<T> + ?Sized>(
 /// assert!(report.max_rel_error < 1e-13);
 /// # Ok::<(), rodl::Error>(())
 /// ```
-pub fn check_adjoint_with<T: Scalar, A: LinearOperator<T> + ?Sized>(
+pub fn check_adjoint_with<T: Scalar, A: AsLinearOperator<T> + ?Sized>(
     op: &A,
     trials: usize,
     seed: u64,
     opnorm: Option<f64>,
 ) -> Result<AdjointReport> {
+    let op = op.as_linear();
     if let Some(n) = opnorm {
         if !(n.is_finite() && n > 0.0) {
             return Err(Error::invalid(format!(
@@ -120,11 +121,12 @@ pub fn check_adjoint_with<T: Scalar, A: LinearOperator<T> + ?Sized>(
 
 /// Checks `A(a x + b y) = a A(x) + b A(y)` on `trials` random pairs and scalars and returns the
 /// largest error relative to `|a| ‖Ax‖ + |b| ‖Ay‖ + ‖A(ax+by)‖`.
-pub fn check_linearity<T: Scalar, A: Operator<T> + ?Sized>(
+pub fn check_linearity<T: Scalar, A: AsOperator<T> + ?Sized>(
     op: &A,
     trials: usize,
     seed: u64,
 ) -> Result<f64> {
+    let op = op.as_operator();
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let (dom, ran) = (op.domain(), op.range());
     let mut z = dom.zero()?;

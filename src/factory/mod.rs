@@ -8,6 +8,11 @@
 //! given. A factory holds no device state and is never mutated; cloning it is cheap (one
 //! reference count) and shares the description, never an operator.
 //!
+//! A [`SpaceDesc`] carries no scalar type, so a factory's comes from where it is used: give it
+//! as a type annotation, `let f: LinFactory<f32> = Gradient::factory(desc)?;`, or on the
+//! operator, `Gradient::<f32>::factory(desc)?`. Without either (a factory only ever built and
+//! applied to elements of a type that is not yet known) rustc asks for type annotations.
+//!
 //! There is one factory type, [`Factory`], generic over what it builds:
 //! * [`LinFactory<T>`] builds a [`LinOp<T>`], a linear operator with its adjoint —
 //!   [`Factory::build`] is the obvious call;

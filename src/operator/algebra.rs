@@ -421,24 +421,24 @@ pub trait LinearOperatorExt<T: Scalar, K = receiver::Shared>: Sized {
     fn into_linop(self) -> LinOp<T>;
 
     /// `self ∘ right`.
-    fn compose<K2>(self, right: impl LinearOperatorExt<T, K2>) -> Result<LinOp<T>> {
+    fn compose<K2>(self, right: impl IntoLinOp<T, K2>) -> Result<LinOp<T>> {
         Ok(Arc::new(Composition::new(
             self.into_linop(),
-            right.into_linop(),
+            right.into_shared_linop(),
         )?))
     }
     /// `self + other`.
-    fn plus<K2>(self, other: impl LinearOperatorExt<T, K2>) -> Result<LinOp<T>> {
+    fn plus<K2>(self, other: impl IntoLinOp<T, K2>) -> Result<LinOp<T>> {
         Ok(Arc::new(OperatorSum::sum(
             self.into_linop(),
-            other.into_linop(),
+            other.into_shared_linop(),
         )?))
     }
     /// `self - other`.
-    fn minus<K2>(self, other: impl LinearOperatorExt<T, K2>) -> Result<LinOp<T>> {
+    fn minus<K2>(self, other: impl IntoLinOp<T, K2>) -> Result<LinOp<T>> {
         Ok(Arc::new(OperatorSum::difference(
             self.into_linop(),
-            other.into_linop(),
+            other.into_shared_linop(),
         )?))
     }
     /// `c · self`; errors unless `c` is finite.
@@ -459,6 +459,80 @@ pub trait LinearOperatorExt<T: Scalar, K = receiver::Shared>: Sized {
     #[allow(clippy::wrong_self_convention)]
     fn as_op(self) -> Op<T> {
         Arc::new(AsGeneral(self.into_linop()))
+    }
+}
+
+/// Anything that is or holds a linear operator, taken by value and kept as a [`LinOp`]: a
+/// concrete linear operator (moved into an `Arc`), a [`LinOp`] or an `Arc<Op>` of a concrete
+/// one (moved), or a reference to either (its reference count shared). What the algebra's operands
+/// ([`LinearOperatorExt::compose`], …), [`TvProblem::new`](crate::solvers::tv::TvProblem::new)
+/// and [`FunctionalExt::compose`](crate::solvers::functional::FunctionalExt::compose) take;
+/// `K` ([`receiver::Owned`] or [`receiver::Shared`]) is always inferred.
+///
+/// A borrowed concrete operator (`&op`) is none of these — the result must keep the operator,
+/// and rodl never clones one: pass it by value, or share it first (`let op = op.into_linop();`)
+/// and pass `&op` as often as needed.
+///
+/// ```
+/// use rodl::{rn, IntoLinOp, LinOp, LinearOperatorExt, Operator, ScalingOperator};
+/// fn keep<K>(op: impl IntoLinOp<f64, K>) -> LinOp<f64> {
+///     op.into_shared_linop()
+/// }
+/// let s = rn::<f64>(&[2])?;
+/// let two: LinOp<f64> = keep(ScalingOperator::new(s.clone(), 2.0)); // concrete, moved
+/// let again = keep(&two); // &LinOp, shared
+/// let sum = two.plus(keep(again))?; // LinOp by value, moved
+/// assert_eq!(sum.apply(&s.one()?)?.as_slice()?, &[4.0, 4.0]);
+/// # Ok::<(), rodl::Error>(())
+/// ```
+///
+/// A borrowed concrete operator is refused ("`&ScalingOperator<f64>` cannot be kept as a linear
+/// operator on `f64`", with the note above):
+///
+/// ```compile_fail
+/// use rodl::{rn, LinearOperatorExt, ScalingOperator};
+/// let s = rn::<f64>(&[2])?;
+/// let two = ScalingOperator::new(s.clone(), 2.0);
+/// let sum = ScalingOperator::new(s, 1.0).plus(&two)?; // `two` (by value) or `&two.into_linop()`
+/// # Ok::<(), rodl::Error>(())
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be kept as a linear operator on `{T}`",
+    label = "expected a linear operator by value, a `LinOp<{T}>` or a `&LinOp<{T}>`",
+    note = "a borrowed concrete operator cannot be kept: pass it by value, or share it first (`let op = op.into_linop();`) and pass `&op`"
+)]
+pub trait IntoLinOp<T: Scalar, K = receiver::Shared> {
+    /// The operator as a [`LinOp`].
+    fn into_shared_linop(self) -> LinOp<T>;
+}
+
+impl<T: Scalar, O: LinearOperator<T> + 'static> IntoLinOp<T, receiver::Owned> for O {
+    fn into_shared_linop(self) -> LinOp<T> {
+        Arc::new(self)
+    }
+}
+
+impl<T: Scalar> IntoLinOp<T, receiver::Shared> for &LinOp<T> {
+    fn into_shared_linop(self) -> LinOp<T> {
+        self.clone()
+    }
+}
+
+impl<T: Scalar> IntoLinOp<T, receiver::Shared> for LinOp<T> {
+    fn into_shared_linop(self) -> LinOp<T> {
+        self
+    }
+}
+
+impl<T: Scalar, O: LinearOperator<T> + 'static> IntoLinOp<T, receiver::Shared> for Arc<O> {
+    fn into_shared_linop(self) -> LinOp<T> {
+        self
+    }
+}
+
+impl<T: Scalar, O: LinearOperator<T> + 'static> IntoLinOp<T, receiver::Shared> for &Arc<O> {
+    fn into_shared_linop(self) -> LinOp<T> {
+        self.clone()
     }
 }
 

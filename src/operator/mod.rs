@@ -22,6 +22,7 @@
 //! ```
 
 mod algebra;
+mod as_operator;
 mod batch;
 pub mod default;
 mod opnorm;
@@ -32,8 +33,9 @@ mod scratch;
 use std::sync::{Arc, OnceLock};
 
 pub use algebra::{
-    receiver, Composition, LinearOperatorExt, OperatorExt, OperatorSum, ScalarMultiple,
+    receiver, Composition, IntoLinOp, LinearOperatorExt, OperatorExt, OperatorSum, ScalarMultiple,
 };
+pub use as_operator::{AsLinearOperator, AsOperator};
 pub use batch::BatchedOperator;
 pub use opnorm::power_method_opnorm;
 pub(crate) use pair::forward_backward_pair;
@@ -99,6 +101,27 @@ pub trait Operator<T: Scalar>: Send + Sync {
     /// The operator's batched form, where it has one (the default: `None`): whole batches in
     /// one pass, e.g. on a GPU for PyTorch.
     fn batched(&self) -> Option<&dyn BatchedOperator<T>> {
+        None
+    }
+
+    /// The operator as [`Any`](std::any::Any), so that its concrete type can be recovered
+    /// behind a shared handle: `op.as_any().and_then(|a| a.downcast_ref::<RayTransform<f32>>())`
+    /// for a `LinOp<f32>` that holds a ray transform (what [`fbp_op`](crate::tomo::fbp_op) does).
+    /// `None` by default; an operator that wants to be found returns `Some(self)`, as the ray
+    /// transform and its back-projection do.
+    ///
+    /// ```
+    /// use rodl::tomo::{parallel_beam_geometry, Backend, RayTransform};
+    /// use rodl::{uniform_discr, LinOp, LinearOperatorExt, Operator, ScalingOperator};
+    /// let space = uniform_discr::<f32>(&[-1.0, -1.0], &[1.0, 1.0], &[8, 8])?;
+    /// let geometry = parallel_beam_geometry(&space, Some(4))?;
+    /// let op: LinOp<f32> = RayTransform::new(space.clone(), geometry, Backend::default())?.into_linop();
+    /// let ray = op.as_any().and_then(|a| a.downcast_ref::<RayTransform<f32>>());
+    /// assert_eq!(ray.map(|r| r.geometry().data_shape()), Some(vec![4, 13]));
+    /// assert!(ScalingOperator::new(space, 2.0).as_any().is_none());
+    /// # Ok::<(), rodl::Error>(())
+    /// ```
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
         None
     }
 

@@ -1,6 +1,7 @@
 //! The operator impls shared by a linear operator and its adjoint when both wrap one
 //! `Arc<Inner>` that has `domain`, `range` and `norm` fields and `forward` / `backward` methods
-//! (the ray transform and its multi-device form).
+//! (the ray transform and its multi-device form). Both can be recovered from a shared handle
+//! through [`Operator::as_any`](crate::Operator::as_any).
 
 /// Implements `Operator` and `LinearOperator` for a forward type `$fwd` and its adjoint `$bwd`,
 /// both `{ inner: Arc<$inner<T>> }`: `$fwd` maps `inner.domain → inner.range` with
@@ -67,6 +68,9 @@ macro_rules! forward_backward_pair {
             fn is_linear(&self) -> bool {
                 true
             }
+            fn as_any(&self) -> Option<&dyn std::any::Any> {
+                Some(self)
+            }
             $($extra)*
         }
 
@@ -99,6 +103,9 @@ macro_rules! forward_backward_pair {
             }
             fn is_linear(&self) -> bool {
                 true
+            }
+            fn as_any(&self) -> Option<&dyn std::any::Any> {
+                Some(self)
             }
             $($extra)*
         }

@@ -64,7 +64,8 @@ pub use crate::solvers::iterative::StepRatio;
 use crate::solvers::iterative::{fista, pdhg, FistaOptions, PdhgOptions, SolverInfo};
 use crate::solvers::Callback;
 use crate::{
-    BroadcastOperator, Element, Error, Gradient, LinOp, LinearOperator, Operator, Result, Scalar,
+    AsLinearOperator, BroadcastOperator, Element, Error, Gradient, IntoLinOp, LinOp, Operator,
+    Result, Scalar,
 };
 
 /// The width of FISTA's Huber smoothing, relative to the image's value scale per voxel side
@@ -93,7 +94,11 @@ impl Bounds {
     /// Computes the bounds for the operator `op` (non-negative entries, a discretised domain)
     /// and the data `y` (one application of `A` and one of `A*`, and a copy of their results to
     /// the host).
-    pub fn new<T: Scalar>(op: &dyn LinearOperator<T>, y: &Element<T>) -> Result<Bounds> {
+    pub fn new<T: Scalar>(
+        op: &(impl AsLinearOperator<T> + ?Sized),
+        y: &Element<T>,
+    ) -> Result<Bounds> {
+        let op = op.as_linear();
         op.range().check_member(y, "tv bounds: data")?;
         let host_max = |x: &Element<T>| -> Result<f64> {
             let h = x.to_host()?;
@@ -142,15 +147,40 @@ pub struct TvProblem<T: Scalar> {
 impl<T: Scalar> TvProblem<T> {
     /// The problem for the operator `op` (non-negative entries, a discretised domain), the data
     /// `y` (copied) and the TV weight `lambda ≥ 0`; computes the [`Bounds`].
-    pub fn new(op: LinOp<T>, y: &Element<T>, lambda: f64) -> Result<Self> {
+    ///
+    /// `op` is anything that holds a linear operator ([`IntoLinOp`]): a concrete one (`ray`,
+    /// moved in), a `LinOp` or a `&LinOp` (shared). The problem keeps it as a `LinOp`
+    /// ([`TvProblem::operator`]), from which [`fbp_op`](crate::tomo::fbp_op) still builds an
+    /// FBP when it is a ray transform:
+    ///
+    /// ```
+    /// use rodl::prelude::*;
+    /// let space = uniform_discr::<f32>(&[-1.0, -1.0], &[1.0, 1.0], &[16, 16])?;
+    /// let ray = RayTransform::new(space.clone(), parallel_beam_geometry(&space, Some(20))?, Backend::default())?;
+    /// let data = ray.apply(&shepp_logan(&space, true)?)?;
+    /// let problem = TvProblem::new(ray, &data, 1e-3)?; // the ray transform moves in
+    /// let fbp = fbp_op(problem.operator(), &FbpOptions::default())?; // … and is still found
+    /// let mut x = fbp.apply(&data)?; // start from the FBP
+    /// pdhg_tv(&problem, &mut x, 20, &PdhgTvOptions::default(), &mut ())?;
+    /// # Ok::<(), rodl::Error>(())
+    /// ```
+    pub fn new<K>(op: impl IntoLinOp<T, K>, y: &Element<T>, lambda: f64) -> Result<Self> {
         check_weight(lambda)?;
+        let op = op.into_shared_linop();
         let bounds = Bounds::new(op.as_ref(), y)?;
         Self::with_bounds(op, y, lambda, bounds)
     }
 
-    /// The problem with given norm bounds (e.g. computed once for several weights).
-    pub fn with_bounds(op: LinOp<T>, y: &Element<T>, lambda: f64, bounds: Bounds) -> Result<Self> {
+    /// The problem with given norm bounds (e.g. computed once for several weights); `op` as in
+    /// [`TvProblem::new`].
+    pub fn with_bounds<K>(
+        op: impl IntoLinOp<T, K>,
+        y: &Element<T>,
+        lambda: f64,
+        bounds: Bounds,
+    ) -> Result<Self> {
         check_weight(lambda)?;
+        let op = op.into_shared_linop();
         op.range().check_member(y, "tv problem: data")?;
         Ok(Self {
             op,
@@ -251,12 +281,45 @@ pub fn pdhg_tv<T: Scalar>(
     )
 }
 
+/// Options of [`fista_tv`].
+///
+/// ```
+/// use rodl::solvers::tv::FistaTvOptions;
+/// assert_eq!(FistaTvOptions::default().huber_gamma, None); // Bounds::huber_gamma
+/// let sharper = FistaTvOptions { huber_gamma: Some(1e-3) };
+/// # let _ = sharper;
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct FistaTvOptions {
+    /// The Huber width `γ` that smooths TV where `|∇x| < γ` (finite and positive): smaller is
+    /// closer to TV and makes the step `1/L`, `L = ‖A‖² + λ ‖∇‖² / γ`, smaller. `None` (the
+    /// default) takes [`Bounds::huber_gamma`] of the problem.
+    pub huber_gamma: Option<f64>,
+}
+
 /// `niter` FISTA iterations for the Huber-smoothed TV problem from `x` (updated in place), as
-/// in the [module documentation](self).
+/// in the [module documentation](self), with the Huber width of `options`. The arguments are
+/// [`pdhg_tv`]'s, as the [solvers' rule](crate::solvers) asks.
+///
+/// ```
+/// use rodl::prelude::*;
+/// use rodl::solvers::tv::FistaTvOptions;
+/// let space = uniform_discr::<f64>(&[-1.0, -1.0], &[1.0, 1.0], &[16, 16])?;
+/// let ray = RayTransform::new(space.clone(), parallel_beam_geometry(&space, Some(20))?, Backend::default())?;
+/// let data = ray.apply(&shepp_logan(&space, true)?)?;
+/// let problem = TvProblem::new(ray, &data, 1e-4)?;
+/// let mut x = space.zero()?;
+/// fista_tv(&problem, &mut x, 50, &FistaTvOptions::default(), &mut ())?;
+/// assert!(problem.objective(&x)? < problem.objective(&space.zero()?)?);
+/// let bad = FistaTvOptions { huber_gamma: Some(0.0) };
+/// assert!(fista_tv(&problem, &mut x, 1, &bad, &mut ()).is_err());
+/// # Ok::<(), rodl::Error>(())
+/// ```
 pub fn fista_tv<T: Scalar>(
     problem: &TvProblem<T>,
     x: &mut Element<T>,
     niter: usize,
+    options: &FistaTvOptions,
     callback: &mut dyn Callback<T>,
 ) -> Result<SolverInfo> {
     let bounds = &problem.bounds;
@@ -264,7 +327,15 @@ pub fn fista_tv<T: Scalar>(
     let space = problem.op.domain().clone();
     let a: LinOp<T> = problem.op.clone();
     let grad: LinOp<T> = Arc::new(Gradient::new(space.clone())?);
-    let gamma = bounds.huber_gamma();
+    let gamma = match options.huber_gamma {
+        None => bounds.huber_gamma(),
+        Some(g) if g.is_finite() && g > 0.0 => g,
+        Some(g) => {
+            return Err(Error::invalid(format!(
+                "fista_tv: the Huber width must be finite and positive, got {g}"
+            )))
+        }
+    };
     let huber: Func<T> = Arc::new(Huber::new(grad.range().clone(), gamma)?);
     let k: LinOp<T> = Arc::new(BroadcastOperator::new(vec![a, grad])?);
     let sum: Func<T> = Arc::new(SeparableSum::new(vec![

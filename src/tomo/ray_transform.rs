@@ -115,11 +115,16 @@ impl<T: Scalar> RayTransform<T> {
         &self.inner.geometry
     }
 
-    /// The pieces the transform computes in — slabs along the volume's first axis × view
-    /// groups — where it splits its work: a host-resident domain or range on the CUDA backend,
-    /// planned at construction under the memory budget ([`CudaOptions`](super::CudaOptions)).
-    /// `None` where it computes the whole at once (the CPU backend, device-resident domain and
-    /// range).
+    /// The pieces the transform computes in — slabs of the volume × view groups — where it
+    /// splits its work: a host-resident domain or range on the CUDA backend, planned at
+    /// construction under the memory budget ([`CudaOptions`](super::CudaOptions)). `None` where
+    /// it computes the whole at once (the CPU backend, device-resident domain and range).
+    ///
+    /// The slabs run along [`PieceLayout::slab_axis`](super::PieceLayout::slab_axis): for a 3D
+    /// geometry the volume axis best aligned with the detector's rows axis `v` over all views —
+    /// the rotation axis of circular and helical scans (axis 2, `z`, for ODL's geometries), so
+    /// that a slab is seen by a band of detector rows only; for a 2D geometry, or when only the
+    /// views are grouped, axis 0.
     ///
     /// ```
     /// use rodl::tomo::{parallel_beam_geometry, Backend, RayTransform};

@@ -277,11 +277,11 @@ pub fn algebra_ops<T: Scalar>(
         // sums whose parts cannot cancel: rounding stays relative to the norm of the sum
         (
             "lap − mul ∘ mul".into(),
-            lap.minus(&mul.compose(&mul).unwrap()).unwrap(),
+            lap.minus(mul.compose(&mul).unwrap()).unwrap(),
         ),
         (
             "lap − div ∘ grad".into(),
-            lap.minus(&div.compose(&grad).unwrap()).unwrap(),
+            lap.minus(div.compose(&grad).unwrap()).unwrap(),
         ),
         ("mul − mul".into(), mul.minus(&mul).unwrap()),
         ("c · grad".into(), grad.scaled(c).unwrap()),

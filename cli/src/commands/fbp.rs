@@ -126,7 +126,7 @@ fn reconstruct<T: NpyScalar>(
 ) -> Result<(), Failure> {
     let (ray, fbp) = stages.time("set-up", || {
         let ray = compute.ray_transform::<T>(setup)?;
-        let fbp = fbp_op(&ray, options)?;
+        let fbp = fbp_op(ray.as_ref(), options)?;
         Ok((ray, fbp))
     })?;
     let y = stages.time("upload", || Ok(ray.range().element(y)?))?;

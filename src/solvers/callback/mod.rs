@@ -77,9 +77,30 @@ impl Control {
 /// Called by every solver after each iteration with the current iterate.
 ///
 /// `()` is the callback that does nothing; closures
-/// `FnMut(&Element<T>, &IterationInfo) -> Result<Control>` are callbacks: wrap one in
-/// [`from_fn`] (`&mut from_fn(|x, info| …)`) so that its argument types need no annotation, or
-/// annotate them when passing a closure as `&mut dyn Callback<T>`:
+/// `FnMut(&Element<T>, &IterationInfo) -> Result<Control>` are callbacks. Write a closure as
+/// `&mut from_fn(|x, info| …)` ([`from_fn`]): its argument types then need no annotation.
+/// A bare closure `&mut |x, info| …` does not compile (rustc reports "implementation of
+/// `FnOnce` is not general enough" — a closure passed as `&mut dyn Callback<T>` gets no
+/// signature from the trait, so its arguments' lifetimes are not made general); without
+/// `from_fn`, annotate every argument and the return type:
+///
+/// ```
+/// use rodl::solvers::callback::{from_fn, Control};
+/// use rodl::solvers::iterative::landweber;
+/// use rodl::{rn, IdentityOperator};
+/// let s = rn::<f64>(&[2])?;
+/// let (op, b) = (IdentityOperator::new(s.clone()), s.one()?);
+/// let mut x = s.zero()?;
+/// let mut residuals = Vec::new();
+/// landweber(&op, &mut x, &b, 5, &Default::default(), &mut from_fn(|_x, info| {
+///     residuals.push(info.residual);
+///     Ok(Control::Continue)
+/// }))?;
+/// assert_eq!(residuals.len(), 5);
+/// # Ok::<(), rodl::Error>(())
+/// ```
+///
+/// The annotated form, here called by hand through `&mut dyn Callback<T>`:
 ///
 /// ```
 /// use rodl::solvers::callback::{Callback, Control, IterationInfo};

@@ -47,7 +47,7 @@
 use std::sync::Arc;
 
 use crate::operator::receiver;
-use crate::{Element, Error, LinOp, Result, Scalar, Space};
+use crate::{Element, Error, Result, Scalar, Space};
 
 mod composition;
 mod constant;
@@ -171,9 +171,13 @@ pub trait FunctionalExt<T: Scalar, K = receiver::Shared>: Sized {
             u,
         )?))
     }
-    /// `x ↦ f(A x)` for a linear operator `A` ([`FunctionalComposition`]).
-    fn compose(self, op: LinOp<T>) -> Result<Func<T>> {
-        Ok(Arc::new(FunctionalComposition::new(self.into_func(), op)?))
+    /// `x ↦ f(A x)` for a linear operator `A` ([`FunctionalComposition`]): a concrete one
+    /// (moved in), a `LinOp` or a `&LinOp` ([`IntoLinOp`](crate::IntoLinOp)).
+    fn compose<K2>(self, op: impl crate::IntoLinOp<T, K2>) -> Result<Func<T>> {
+        Ok(Arc::new(FunctionalComposition::new(
+            self.into_func(),
+            op.into_shared_linop(),
+        )?))
     }
     /// The Moreau envelope `x ↦ min_z f(z) + ‖x − z‖²/(2μ)` ([`MoreauEnvelope`]).
     fn moreau_envelope(self, mu: f64) -> Result<Func<T>> {

@@ -3,7 +3,7 @@
 use super::proximal_common::{check_positive, check_primal_dual, operator_norm, report};
 use super::SolverInfo;
 use crate::solvers::{Callback, Functional};
-use crate::{Element, LinearOperator, Result, Scalar};
+use crate::{AsLinearOperator, Element, LinearOperator, Result, Scalar};
 
 /// Step sizes and options of [`admm_linearized`].
 ///
@@ -32,7 +32,11 @@ impl AdmmOptions {
 
     /// The given `sigma` and `τ = 0.99 σ / ‖L‖²` with `‖L‖` from
     /// [`LinearOperator::norm_estimate`].
-    pub fn for_operator<T: Scalar>(op: &dyn LinearOperator<T>, sigma: f64) -> Result<Self> {
+    pub fn for_operator<T: Scalar>(
+        op: &(impl AsLinearOperator<T> + ?Sized),
+        sigma: f64,
+    ) -> Result<Self> {
+        let op = op.as_linear();
         let n = operator_norm(op, "admm_linearized")?;
         Ok(Self::new(0.99 * sigma / (n * n), sigma))
     }
@@ -44,7 +48,8 @@ impl AdmmOptions {
     }
 }
 
-/// The linearized ADMM (ODL's `admm_linearized`) for `min_x f(x) + g(L x)`, with `f` and `g`
+/// The linearized ADMM (ODL's `admm_linearized(x, f, g, L, tau, sigma, niter)`; here the
+/// operator comes first, as in every solver) for `min_x f(x) + g(L x)`, with `f` and `g`
 /// convex with proximal operators and `L` linear.
 ///
 /// With `z = u = 0` at the start, each iteration is
@@ -75,6 +80,18 @@ impl AdmmOptions {
 /// # Ok::<(), rodl::Error>(())
 /// ```
 pub fn admm_linearized<T: Scalar>(
+    op: &(impl AsLinearOperator<T> + ?Sized),
+    x: &mut Element<T>,
+    f: &dyn Functional<T>,
+    g: &dyn Functional<T>,
+    niter: usize,
+    options: &AdmmOptions,
+    callback: &mut dyn Callback<T>,
+) -> Result<SolverInfo> {
+    admm_linearized_dyn(op.as_linear(), x, f, g, niter, options, callback)
+}
+
+fn admm_linearized_dyn<T: Scalar>(
     op: &dyn LinearOperator<T>,
     x: &mut Element<T>,
     f: &dyn Functional<T>,

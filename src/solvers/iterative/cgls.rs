@@ -3,10 +3,11 @@
 use super::common::{check_problem, report, residual_into};
 use super::{SolverInfo, StopReason};
 use crate::solvers::Callback;
-use crate::{Element, LinearOperator, Result, Scalar};
+use crate::{AsLinearOperator, Element, LinearOperator, Result, Scalar};
 
-/// CGLS (ODL's `conjugate_gradient_normal`): conjugate gradients on the normal equations
-/// `A*A x = A* b`, without forming `A*A`, `niter` iterations from `x`, updating `x` in place.
+/// CGLS (ODL's `conjugate_gradient_normal`, same arguments): conjugate gradients on the normal
+/// equations `A*A x = A* b`, without forming `A*A`, `niter` iterations from `x`, updating `x` in
+/// place.
 /// Minimises `‖A x − b‖` over the Krylov spaces; from `x = 0` it converges to the
 /// minimum-norm least-squares solution. Returns a [`SolverInfo`]: the iterations done (fewer
 /// when the callback stops it, [`StopReason::CallbackStopped`], or the normal-equation residual
@@ -33,6 +34,16 @@ use crate::{Element, LinearOperator, Result, Scalar};
 /// # Ok::<(), rodl::Error>(())
 /// ```
 pub fn cgls<T: Scalar>(
+    op: &(impl AsLinearOperator<T> + ?Sized),
+    x: &mut Element<T>,
+    rhs: &Element<T>,
+    niter: usize,
+    callback: &mut dyn Callback<T>,
+) -> Result<SolverInfo> {
+    cgls_dyn(op.as_linear(), x, rhs, niter, callback)
+}
+
+fn cgls_dyn<T: Scalar>(
     op: &dyn LinearOperator<T>,
     x: &mut Element<T>,
     rhs: &Element<T>,

@@ -4,10 +4,11 @@ use super::common::{check_problem, report, residual_into};
 use super::{SolverInfo, StopReason};
 use crate::operator::check_same_space;
 use crate::solvers::Callback;
-use crate::{Element, Error, LinearOperator, Result, Scalar};
+use crate::{AsLinearOperator, Element, Error, LinearOperator, Result, Scalar};
 
-/// Conjugate gradients for `A x = b` with `A` self-adjoint and positive definite in the
-/// domain's inner product (e.g. `A*A + λI`), `niter` iterations from `x`, updating `x` in place.
+/// Conjugate gradients (ODL's `conjugate_gradient`, same arguments) for `A x = b` with `A`
+/// self-adjoint and positive definite in the domain's inner product (e.g. `A*A + λI`), `niter`
+/// iterations from `x`, updating `x` in place.
 /// Returns a [`SolverInfo`]: the iterations done (fewer when the callback stops it, when the
 /// residual vanishes — [`StopReason::Converged`] — or when a search direction has zero curvature
 /// `⟨p, A p⟩ = 0`, [`StopReason::Breakdown`]) and the final `‖b − A x‖`.
@@ -36,6 +37,16 @@ use crate::{Element, Error, LinearOperator, Result, Scalar};
 /// # Ok::<(), rodl::Error>(())
 /// ```
 pub fn conjugate_gradient<T: Scalar>(
+    op: &(impl AsLinearOperator<T> + ?Sized),
+    x: &mut Element<T>,
+    rhs: &Element<T>,
+    niter: usize,
+    callback: &mut dyn Callback<T>,
+) -> Result<SolverInfo> {
+    conjugate_gradient_dyn(op.as_linear(), x, rhs, niter, callback)
+}
+
+fn conjugate_gradient_dyn<T: Scalar>(
     op: &dyn LinearOperator<T>,
     x: &mut Element<T>,
     rhs: &Element<T>,

@@ -3,7 +3,7 @@
 use super::proximal_common::{check_positive, check_primal_dual, operator_norm, report};
 use super::SolverInfo;
 use crate::solvers::{Callback, Functional};
-use crate::{Element, Error, LinearOperator, Result, Scalar};
+use crate::{AsLinearOperator, Element, Error, LinearOperator, Result, Scalar};
 
 /// Step sizes and options of [`douglas_rachford_pd`].
 ///
@@ -35,7 +35,8 @@ impl DouglasRachfordOptions {
 
     /// `τ = σ = 1.98 / ‖L‖` (so that `τσ‖L‖² < 4`) with `‖L‖` from
     /// [`LinearOperator::norm_estimate`].
-    pub fn for_operator<T: Scalar>(op: &dyn LinearOperator<T>) -> Result<Self> {
+    pub fn for_operator<T: Scalar>(op: &(impl AsLinearOperator<T> + ?Sized)) -> Result<Self> {
+        let op = op.as_linear();
         let s = 1.98 / operator_norm(op, "douglas_rachford_pd")?;
         Ok(Self::new(s, s))
     }
@@ -54,8 +55,9 @@ impl DouglasRachfordOptions {
 }
 
 /// The Douglas–Rachford type primal–dual method of Boţ and Hendrich (2013, algorithm 3.1;
-/// ODL's `douglas_rachford_pd`) for `min_x f(x) + g(L x)`, with `f` and `g` convex with
-/// proximal operators and `L` linear.
+/// ODL's `douglas_rachford_pd(x, f, g, L, niter, tau, sigma)`, here operator first, with one
+/// `g` and one `L`) for `min_x f(x) + g(L x)`, with `f` and `g` convex with proximal operators
+/// and `L` linear.
 ///
 /// With the dual variable `v = 0` at the start, each iteration is
 ///
@@ -90,6 +92,18 @@ impl DouglasRachfordOptions {
 /// # Ok::<(), rodl::Error>(())
 /// ```
 pub fn douglas_rachford_pd<T: Scalar>(
+    op: &(impl AsLinearOperator<T> + ?Sized),
+    x: &mut Element<T>,
+    f: &dyn Functional<T>,
+    g: &dyn Functional<T>,
+    niter: usize,
+    options: &DouglasRachfordOptions,
+    callback: &mut dyn Callback<T>,
+) -> Result<SolverInfo> {
+    douglas_rachford_pd_dyn(op.as_linear(), x, f, g, niter, options, callback)
+}
+
+fn douglas_rachford_pd_dyn<T: Scalar>(
     op: &dyn LinearOperator<T>,
     x: &mut Element<T>,
     f: &dyn Functional<T>,

@@ -36,6 +36,12 @@ impl FistaOptions {
 /// with `f` convex and differentiable with an `L`-Lipschitz gradient and `g` convex with a
 /// proximal operator.
 ///
+/// ODL's `accelerated_proximal_gradient(x, f, g, gamma, niter)` names them the other way round
+/// (its `f` has the proximal operator, its `g` the gradient) and takes the step `gamma`; here the
+/// smooth term comes first, as in the objective `f + g` of the other proximal solvers, and the
+/// step is `1 / FistaOptions::lipschitz`. There is no operator argument (the rule of the
+/// [`solvers`](crate::solvers) module skips it): a data term's operator sits inside `f`.
+///
 /// With step `s = 1/L`, `t₁ = 1` and `y₁ = x₀`:
 ///
 /// ```text

@@ -3,7 +3,7 @@
 use super::common::{check_problem, report, residual_into};
 use super::SolverInfo;
 use crate::solvers::Callback;
-use crate::{Element, Error, LinearOperator, Result, Scalar};
+use crate::{AsLinearOperator, Element, Error, LinearOperator, Result, Scalar};
 
 /// Options of [`landweber`].
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -20,7 +20,8 @@ impl LandweberOptions {
     }
 }
 
-/// Landweber's method for `A x = b`: `x ← x + ω A*(b − A x)`, `niter` times, updating `x` in
+/// Landweber's method (ODL's `landweber`; its `omega` is [`LandweberOptions::omega`]) for
+/// `A x = b`: `x ← x + ω A*(b − A x)`, `niter` times, updating `x` in
 /// place. Returns a [`SolverInfo`]: the iterations done (fewer when the callback stops it) and
 /// the final `‖b − A x‖`.
 ///
@@ -44,6 +45,17 @@ impl LandweberOptions {
 /// # Ok::<(), rodl::Error>(())
 /// ```
 pub fn landweber<T: Scalar>(
+    op: &(impl AsLinearOperator<T> + ?Sized),
+    x: &mut Element<T>,
+    rhs: &Element<T>,
+    niter: usize,
+    options: &LandweberOptions,
+    callback: &mut dyn Callback<T>,
+) -> Result<SolverInfo> {
+    landweber_dyn(op.as_linear(), x, rhs, niter, options, callback)
+}
+
+fn landweber_dyn<T: Scalar>(
     op: &dyn LinearOperator<T>,
     x: &mut Element<T>,
     rhs: &Element<T>,

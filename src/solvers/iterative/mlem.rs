@@ -4,10 +4,12 @@ use super::common::report;
 use super::SolverInfo;
 use crate::operator::check_same_space;
 use crate::solvers::Callback;
-use crate::{Element, Error, LinOp, LinearOperator, Pointwise2, Result, Scalar, Space};
+use crate::{
+    AsLinearOperator, Element, Error, LinOp, LinearOperator, Pointwise2, Result, Scalar, Space,
+};
 
-/// MLEM for `y ~ Poisson(A x)`: `x ← x / (A* 1) · A*(y / A x)`, `niter` times, updating `x` in
-/// place; it increases the Poisson log-likelihood `Σ y ln(A x) − A x` monotonically. Returns a
+/// MLEM (ODL's `mlem`, same arguments) for `y ~ Poisson(A x)`: `x ← x / (A* 1) · A*(y / A x)`,
+/// `niter` times, updating `x` in place; it increases the Poisson log-likelihood `Σ y ln(A x) − A x` monotonically. Returns a
 /// [`SolverInfo`] with the iterations done (no residual). The callback gets neither residual nor
 /// objective (neither is free).
 ///
@@ -35,6 +37,16 @@ use crate::{Element, Error, LinOp, LinearOperator, Pointwise2, Result, Scalar, S
 /// # Ok::<(), rodl::Error>(())
 /// ```
 pub fn mlem<T: Scalar>(
+    op: &(impl AsLinearOperator<T> + ?Sized),
+    x: &mut Element<T>,
+    data: &Element<T>,
+    niter: usize,
+    callback: &mut dyn Callback<T>,
+) -> Result<SolverInfo> {
+    mlem_dyn(op.as_linear(), x, data, niter, callback)
+}
+
+fn mlem_dyn<T: Scalar>(
     op: &dyn LinearOperator<T>,
     x: &mut Element<T>,
     data: &Element<T>,

@@ -4,7 +4,8 @@
 //!
 //! All take their arguments in one order: the operator, the iterate, the data or the
 //! functionals, the number of iterations, the options (by reference, where the solver has
-//! any) and the callback — `solver(op, x, data, niter, &options, callback)`.
+//! any) and the callback — `solver(op, x, data, niter, &options, callback)`; the
+//! [`solvers`](super) module lists every solver's arguments with its ODL counterpart.
 
 mod common;
 mod info;

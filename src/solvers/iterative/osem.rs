@@ -6,7 +6,8 @@ use super::SolverInfo;
 use crate::solvers::Callback;
 use crate::{Element, LinOp, Result, Scalar};
 
-/// OSEM: MLEM run over ordered subsets of the data. Each of the `niter` passes makes one EM
+/// OSEM (ODL's `osmlem`, same arguments: lists of operators and data blocks): MLEM run over
+/// ordered subsets of the data. Each of the `niter` passes makes one EM
 /// update per subset, in the given order: `x ← x / (A_i* 1) · A_i*(y_i / A_i x)`, updating `x`
 /// in place; the callback is called after each full pass (neither residual nor objective is
 /// reported). Returns a [`SolverInfo`] whose `iterations` are the passes done (no residual).

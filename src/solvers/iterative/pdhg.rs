@@ -3,7 +3,7 @@
 use super::proximal_common::{check_positive, check_primal_dual, operator_norm, report};
 use super::SolverInfo;
 use crate::solvers::{Callback, Functional};
-use crate::{Element, Error, LinearOperator, Result, Scalar};
+use crate::{AsLinearOperator, Element, Error, LinearOperator, Result, Scalar};
 
 /// Step sizes and options of [`pdhg`].
 ///
@@ -55,7 +55,8 @@ impl PdhgOptions {
     /// set-up with the step ratio from the data reaches 31.2 dB, the minimiser's PSNR. There,
     /// use [`PdhgOptions::balanced`] with [`auto_step_ratio`](super::auto_step_ratio) (or the
     /// ready-made [`pdhg_tv`](crate::solvers::tv::pdhg_tv)).
-    pub fn for_operator<T: Scalar>(op: &dyn LinearOperator<T>) -> Result<Self> {
+    pub fn for_operator<T: Scalar>(op: &(impl AsLinearOperator<T> + ?Sized)) -> Result<Self> {
+        let op = op.as_linear();
         let (tau, sigma) = pdhg_stepsize(op)?;
         Ok(Self::new(tau, sigma))
     }
@@ -106,13 +107,18 @@ impl PdhgOptions {
 
 /// The step sizes `τ = σ = 0.99 / ‖L‖` (so that `τσ‖L‖² < 1`), with `‖L‖` from
 /// [`LinearOperator::norm_estimate`].
-pub fn pdhg_stepsize<T: Scalar>(op: &dyn LinearOperator<T>) -> Result<(f64, f64)> {
+pub fn pdhg_stepsize<T: Scalar>(op: &(impl AsLinearOperator<T> + ?Sized)) -> Result<(f64, f64)> {
+    let op = op.as_linear();
     let s = 0.99 / operator_norm(op, "pdhg")?;
     Ok((s, s))
 }
 
 /// The primal–dual hybrid gradient method of Chambolle and Pock for
 /// `min_x f(x) + g(L x)`, with `f` and `g` convex with proximal operators and `L` linear.
+///
+/// ODL's `pdhg(x, f, g, L, niter, tau, sigma)`; rodl puts the operator first, as every solver
+/// (see [`solvers`](crate::solvers)): `pdhg(L, x, f, g, niter, &options, callback)`, with
+/// `tau`, `sigma` (and ODL's `theta`, `gamma_primal`, `gamma_dual`) in [`PdhgOptions`].
 ///
 /// Each iteration (dual variable `y`, starting at 0):
 ///
@@ -153,6 +159,18 @@ pub fn pdhg_stepsize<T: Scalar>(op: &dyn LinearOperator<T>) -> Result<(f64, f64)
 /// # Ok::<(), rodl::Error>(())
 /// ```
 pub fn pdhg<T: Scalar>(
+    op: &(impl AsLinearOperator<T> + ?Sized),
+    x: &mut Element<T>,
+    f: &dyn Functional<T>,
+    g: &dyn Functional<T>,
+    niter: usize,
+    options: &PdhgOptions,
+    callback: &mut dyn Callback<T>,
+) -> Result<SolverInfo> {
+    pdhg_dyn(op.as_linear(), x, f, g, niter, options, callback)
+}
+
+fn pdhg_dyn<T: Scalar>(
     op: &dyn LinearOperator<T>,
     x: &mut Element<T>,
     f: &dyn Functional<T>,
@@ -169,6 +187,20 @@ pub fn pdhg<T: Scalar>(
 /// final dual iterate, for warm restarts or duality-gap checks.
 #[allow(clippy::too_many_arguments)]
 pub fn pdhg_with_dual<T: Scalar>(
+    op: &(impl AsLinearOperator<T> + ?Sized),
+    x: &mut Element<T>,
+    y: &mut Element<T>,
+    f: &dyn Functional<T>,
+    g: &dyn Functional<T>,
+    niter: usize,
+    options: &PdhgOptions,
+    callback: &mut dyn Callback<T>,
+) -> Result<SolverInfo> {
+    pdhg_with_dual_dyn(op.as_linear(), x, y, f, g, niter, options, callback)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn pdhg_with_dual_dyn<T: Scalar>(
     op: &dyn LinearOperator<T>,
     x: &mut Element<T>,
     y: &mut Element<T>,

@@ -3,7 +3,9 @@
 use super::common::{check_problem, report, residual_into};
 use super::SolverInfo;
 use crate::solvers::Callback;
-use crate::{Element, Error, LinearOperator, Pointwise, Pointwise2, Result, Scalar};
+use crate::{
+    AsLinearOperator, Element, Error, LinearOperator, Pointwise, Pointwise2, Result, Scalar,
+};
 
 /// Options of [`sirt`].
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -23,7 +25,9 @@ impl Default for SirtOptions {
     }
 }
 
-/// SIRT as in ASTRA: `x ← x + λ C A*(R (b − A x))`, `niter` times, updating `x` in place, with
+/// SIRT as in ASTRA (ODL has no SIRT; the arguments are those of
+/// [`landweber`](fn@super::landweber)): `x ← x + λ C A*(R (b − A x))`, `niter` times, updating
+/// `x` in place, with
 /// `R = 1 / (A 1)` (inverse row sums) and `C = 1 / (A* 1)` (inverse column sums), both set to
 /// 0 where the sums vanish (rays that miss the volume, voxels that no ray sees — those keep
 /// their value). With [`SirtOptions::nonnegative`] the iterate is clamped to `x ≥ 0` after each
@@ -55,6 +59,17 @@ impl Default for SirtOptions {
 /// # Ok::<(), rodl::Error>(())
 /// ```
 pub fn sirt<T: Scalar>(
+    op: &(impl AsLinearOperator<T> + ?Sized),
+    x: &mut Element<T>,
+    rhs: &Element<T>,
+    niter: usize,
+    options: &SirtOptions,
+    callback: &mut dyn Callback<T>,
+) -> Result<SolverInfo> {
+    sirt_dyn(op.as_linear(), x, rhs, niter, options, callback)
+}
+
+fn sirt_dyn<T: Scalar>(
     op: &dyn LinearOperator<T>,
     x: &mut Element<T>,
     rhs: &Element<T>,

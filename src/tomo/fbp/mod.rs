@@ -105,7 +105,8 @@ pub use operator::FbpFilter;
 
 use super::{Geometry, RayTransform};
 use crate::{
-    Error, LinOp, LinearOperator, LinearOperatorExt, MultiplyOperator, Operator, Result, Scalar,
+    AsLinearOperator, Error, LinOp, LinearOperator, LinearOperatorExt, MultiplyOperator, Operator,
+    Result, Scalar,
 };
 
 /// Options of the FBP filter (ODL's `fbp_filter_op` arguments, plus Parker weighting).
@@ -186,9 +187,10 @@ impl FbpOptions {
 /// # Ok::<(), rodl::Error>(())
 /// ```
 pub fn fbp_filter_op<T: Scalar>(
-    ray_trafo: &RayTransform<T>,
+    ray_trafo: &(impl AsLinearOperator<T> + ?Sized),
     options: &FbpOptions,
 ) -> Result<LinOp<T>> {
+    let ray_trafo = ray_transform_of(ray_trafo.as_linear(), "fbp_filter_op")?;
     Ok(Arc::new(FbpFilter::new(
         ray_trafo.range().clone(),
         ray_trafo.geometry(),
@@ -200,6 +202,11 @@ pub fn fbp_filter_op<T: Scalar>(
 /// (ODL's `fbp_op`; FDK for circular cone beams). See the [module documentation](self) for the
 /// filter and weights per geometry.
 ///
+/// `ray_trafo` is a [`RayTransform`] behind any handle: `&ray`, a `&LinOp<T>` that holds one
+/// (such as [`TvProblem::operator`](crate::solvers::tv::TvProblem::operator)), or a
+/// `&dyn LinearOperator<T>`; any other operator is an [`Error::InvalidArgument`] (use
+/// [`fbp_op_with`] with its geometry).
+///
 /// ```
 /// use rodl::tomo::{fbp_op, cone_beam_geometry, Backend, FbpOptions, RayTransform};
 /// use rodl::{uniform_discr, Operator};
@@ -209,8 +216,27 @@ pub fn fbp_filter_op<T: Scalar>(
 /// assert_eq!(fdk.range(), &space);
 /// # Ok::<(), rodl::Error>(())
 /// ```
-pub fn fbp_op<T: Scalar>(ray_trafo: &RayTransform<T>, options: &FbpOptions) -> Result<LinOp<T>> {
-    fbp_op_with(ray_trafo, ray_trafo.geometry(), options)
+pub fn fbp_op<T: Scalar>(
+    ray_trafo: &(impl AsLinearOperator<T> + ?Sized),
+    options: &FbpOptions,
+) -> Result<LinOp<T>> {
+    let op = ray_trafo.as_linear();
+    fbp_op_with(op, ray_transform_of(op, "fbp_op")?.geometry(), options)
+}
+
+/// The [`RayTransform`] behind `op`, or an error naming `what` and the operator.
+fn ray_transform_of<'a, T: Scalar>(
+    op: &'a dyn LinearOperator<T>,
+    what: &str,
+) -> Result<&'a RayTransform<T>> {
+    op.as_any()
+        .and_then(|a| a.downcast_ref::<RayTransform<T>>())
+        .ok_or_else(|| {
+            Error::invalid(format!(
+                "{what} needs a RayTransform, got {}; for another operator use fbp_op_with with its geometry",
+                op.name()
+            ))
+        })
 }
 
 /// [`fbp_op`] for any linear operator whose data space is that of `geometry` (a

@@ -159,6 +159,9 @@ pub fn white_noise<T: Scalar, R: Rng + ?Sized>(
 }
 
 /// `data + n` with `n` independent Gaussian noise of the given level (a new element).
+///
+/// ODL has no single function for it: `data + odl.phantom.white_noise(space, stddev=σ)` is
+/// the same, and [`white_noise`] is that noise element alone.
 pub fn add_gaussian_noise<T: Scalar, R: Rng + ?Sized>(
     space: &Space<T>,
     data: &Element<T>,
