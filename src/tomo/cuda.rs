@@ -158,7 +158,7 @@ impl CudaRay {
                 &grid.shape[..geom.ndim()]
             )));
         }
-        crate::tomo::projector::refuse_curved_on_cuda(geom)?;
+        geom.require_flat("the CUDA backend")?;
         let ctx = device_ctx(id)?;
         let to_i32 = |n: usize, what: &str| {
             i32::try_from(n).map_err(|_| {

@@ -266,6 +266,19 @@ impl VecGeometry {
         self.detector
     }
 
+    /// Errors unless the detector is flat: for a projector (`who`, e.g. "the CUDA backend",
+    /// whose kernels take 12 numbers per view) that evaluates flat detectors only, so that a
+    /// curved one is refused, never projected as a flat one.
+    pub(crate) fn require_flat(&self, who: &str) -> Result<()> {
+        match self.detector {
+            Detector::Flat => Ok(()),
+            d => Err(Error::Unsupported(format!(
+                "{who} supports flat detectors only, this geometry has a {d:?} detector: use \
+                 the CPU backend (Backend::cpu()) for curved detectors"
+            ))),
+        }
+    }
+
     /// The frame of view `view`'s detector, as [`Detector`] evaluates it: at the centre pixel
     /// (for a sphere whose rows are not centred on its equator, ODL's latitudes through
     /// [`Geometry::cone_curved`](super::Geometry::cone_curved): at the centre column's point

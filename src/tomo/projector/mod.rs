@@ -59,18 +59,6 @@ pub(crate) trait Projector<T: Scalar>: Send + Sync {
 /// Errors when the CPU backend is asked for a GPU domain, when the CUDA options name another GPU
 /// than a CUDA domain's, or when the backend cannot be used. A host domain with the CUDA backend
 /// is allowed (data are copied in and out at each call).
-/// The CUDA kernels evaluate flat detectors only (12 numbers per view): a curved detector is
-/// refused, never projected as a flat one.
-pub(crate) fn refuse_curved_on_cuda(geometry: &VecGeometry) -> Result<()> {
-    match geometry.detector() {
-        crate::tomo::Detector::Flat => Ok(()),
-        d => Err(Error::Unsupported(format!(
-            "the CUDA backend supports flat detectors only, this geometry has a {d:?} \
-             detector: use the CPU backend (Backend::cpu()) for curved detectors"
-        ))),
-    }
-}
-
 pub(crate) fn build<T: Scalar>(
     backend: &Backend,
     domain: Device,
@@ -99,7 +87,7 @@ pub(crate) fn build<T: Scalar>(
                 }
             }
             // Before any driver call, so that the answer is the same with and without a GPU.
-            refuse_curved_on_cuda(geometry)?;
+            geometry.require_flat("the CUDA backend")?;
             Device::Cuda(opts.device).check_available()?;
             Ok(Box::new(cuda::CudaProjector::new::<T>(
                 opts, domain, geometry, grid,
