@@ -2,7 +2,9 @@
 //! `cpu/parallel2d_512/{forward,adjoint}`, `cpu/cone_256/{forward,adjoint}`, curved detectors
 //! next to their flat counterparts (`cpu/cone_256_cyl`: a cylinder about the source over the
 //! same fan and rows; `cpu/fan_512`, `cpu/fan_curved_512`: a flat and an arc detector), and, with
-//! the `cuda` feature on a GPU machine, `cuda/...`.
+//! the `cuda` feature on a GPU machine, `cuda/...` (curved there too: `cuda/cone_512_cyl` next
+//! to `cuda/cone_512`, `cuda/fan_512` and `cuda/fan_curved_512`, `cuda/fdk_512_cyl`), and the
+//! deterministic kernels (`CudaOptions::deterministic`): `cuda/{parallel2d_512,cone_256,cone_512}_det`.
 //!
 //! FBP/FDK on the GPU, each next to the back-projection alone and the filter alone in the same
 //! run: `cuda/fdk_512` (FDK on cone_512, device-resident), `cuda/fdk_512/host_data` (host data
@@ -163,6 +165,23 @@ fn cuda(c: &mut Criterion) {
     bench_case(c, "cuda", "cone_256", s, g, Backend::cuda(0));
     let (s, g) = cone(512, 512);
     bench_case(c, "cuda", "cone_512", s, g, Backend::cuda(0));
+    // Curved detectors: the same fan angles and rows on a cylinder (arc) about the source.
+    let (s, g) = cone_cyl(512, 512);
+    bench_case(c, "cuda", "cone_512_cyl", s, g, Backend::cuda(0));
+    // Deterministic (bitwise reproducible) kernels next to the default ones.
+    let det = Backend::Cuda(rodl::tomo::CudaOptions::new(0).deterministic(true));
+    let (s, g) = parallel2d_512();
+    bench_case(c, "cuda", "parallel2d_512_det", s, g, det.clone());
+    let (s, g) = cone(512, 512);
+    bench_case(c, "cuda", "cone_512_det", s, g, det.clone());
+    let (s, g) = cone(256, 360);
+    bench_case(c, "cuda", "cone_256_det", s, g, det);
+    let (s, g) = fan_512(false);
+    bench_case(c, "cuda", "fan_512", s, g, Backend::cuda(0));
+    let (s, g) = fan_512(true);
+    bench_case(c, "cuda", "fan_curved_512", s, g, Backend::cuda(0));
+    let (s, g) = cone_cyl(512, 512);
+    bench_fbp(c, "cuda", "fdk_512_cyl", s, g);
     let (s, g) = parallel2d_512();
     bench_fbp(c, "cuda", "fbp_parallel2d_512", s, g);
     let (s, g) = cone(512, 512);

@@ -28,6 +28,9 @@ struct RayParams {
     int lo[3];      // the piece's first cell along each axis in the whole grid (0s for a whole volume)
     int row0;       // the chunked 3D kernels launch the detector rows [row0, row0 + rows) ...
     int rows;       // ... (0: all rows from row0 on); the other kernels every row
+    int detector;   // 0: flat (12 doubles per view); 1: cylindrical, 2: spherical (26 per view)
+    double radius;  // a curved detector's radius
+    double lat0;    // a sphere's latitude of the frames' reference point (radians)
 };
 
 // Pieces (src/tomo/cuda_pieces.rs): a box of the volume's cells [lo[k], lo[k] + shape[k]) along each
@@ -64,15 +67,50 @@ __device__ __forceinline__ void plane_range(double f0, double s, i64 first, i64 
     *hi = fmin(*hi, ceil(t1) + 1.0);
 }
 
-// views: 12 doubles per view: src, det_center, det_u, det_v.
+// cos(x) - 1 without cancellation (src/tomo/geometry/detector.rs: cosm1).
+__device__ __forceinline__ double cosm1(double x) {
+    const double s = sin(0.5 * x);
+    return -2.0 * s * s;
+}
+
+// The centre q of pixel (cu, cv) (centred indices) of view v on a curved detector, as
+// src/tomo/geometry/detector.rs (Detector::pixel) evaluates it: the frame's reference point c,
+// unit tangent e_u, unit axis e_v and outward normal n at v[12..24), the pitches (arc lengths)
+// lu, lv at v[24], v[25]; the view's det_v at v[9..12).
+__device__ __forceinline__ void curved_pixel(const RayParams& p, const double* v, double cu, double cv, double* q) {
+    const double* c = v + 12;
+    const double* eu = v + 15;
+    const double* ev = v + 18;
+    const double* n = v + 21;
+    const double R = p.radius, su = cu * v[24];
+    if (p.detector == 1) {
+        // Cylinder: the in-plane part first, then the row (as the CPU: bit-identical columns).
+        const double phi = su / R, a = R * sin(phi), m = R * cosm1(phi);
+        for (int k = 0; k < p.ndim; ++k) q[k] = (c[k] + a * eu[k] + m * n[k]) + cv * v[9 + k];
+    } else {
+        // Sphere: longitude su / R, latitude sv / R.
+        const double sv = cv * v[25] + p.lat0 * R;
+        const double ph = su / R, th = sv / R, ct = cos(th);
+        const double a = R * (ct * sin(ph)), b = R * sin(th), m = R * (ct * cosm1(ph) + cosm1(th));
+        for (int k = 0; k < p.ndim; ++k) q[k] = c[k] + a * eu[k] + b * ev[k] + m * n[k];
+    }
+}
+
+// views: 12 doubles per view: src, det_center, det_u, det_v; on a curved detector
+// (p.detector > 0) 26: those 12, then the frame and the pitches (curved_pixel).
 __device__ bool setup_ray(const RayParams& p, const double* __restrict__ views, int view, int iu, int iv, Ray& r) {
-    const double* v = views + 12 * (i64)view;
+    const double* v = views + (p.detector ? 26 : 12) * (i64)view;
     const double cu = (double)iu - 0.5 * ((double)p.nu - 1.0);
     const double cv = (double)iv - 0.5 * ((double)p.nv - 1.0);
     double q[3] = {0.0, 0.0, 0.0}, d[3] = {0.0, 0.0, 0.0};
-    for (int k = 0; k < p.ndim; ++k) {
-        q[k] = v[3 + k] + cu * v[6 + k] + cv * v[9 + k];
-        d[k] = p.parallel ? v[k] : q[k] - v[k];
+    if (p.detector) {
+        curved_pixel(p, v, cu, cv, q);
+        for (int k = 0; k < p.ndim; ++k) d[k] = q[k] - v[k];
+    } else {
+        for (int k = 0; k < p.ndim; ++k) {
+            q[k] = v[3 + k] + cu * v[6 + k] + cv * v[9 + k];
+            d[k] = p.parallel ? v[k] : q[k] - v[k];
+        }
     }
     int a = 0;
     double best = -1.0;
@@ -1291,7 +1329,8 @@ __device__ __forceinline__ void lanes2_broadcast(float* mine, const Lanes2View& 
 }
 
 // The 8 warps' copies of the tile [r0, r1) x [c0, c1) summed per pixel in a fixed order and
-// stored (split == 1) or added into the zeroed volume of n1 columns.
+// stored (split == 1, or split < 0: the share's own volume) or added into the zeroed volume of n1
+// columns.
 __device__ __forceinline__ void lanes2_store(float (*acc)[LANE2][LANE2 + 1], int r0, int r1, int c0, int c1,
                                              int n1, float* __restrict__ vol, int split) {
     __syncthreads();
@@ -1302,7 +1341,7 @@ __device__ __forceinline__ void lanes2_store(float (*acc)[LANE2][LANE2 + 1], int
 #pragma unroll
         for (int w = 1; w < 8; ++w) s = __fadd_rn(s, acc[w][k / LANE2][k % LANE2]);
         float* dst = vol + (u64)i0 * (u64)n1 + (u64)i1;
-        if (split == 1) *dst = s;
+        if (split == 1 || split < 0) *dst = s;
         else atomicAdd(dst, s);
     }
 }
@@ -1328,14 +1367,17 @@ __device__ __forceinline__ Lanes2Tile lanes2_tile(const RayParams& p, int split,
     t.c1 = min(t.c0 + LANE2, t.n1);
     const u64 entry = blockIdx.z;
     t.data = data + entry * (u64)p.nviews * (u64)p.nu;
-    t.vol = vol + entry * (u64)n0 * (u64)t.n1;
+    // split < 0 (deterministic): share k of -split writes its own volumes, [share][entry][pixel].
+    const u64 part = split < 0 ? (u64)blockIdx.y * (u64)gridDim.z : 0u;
+    t.vol = vol + (part + entry) * (u64)n0 * (u64)t.n1;
     float* flat = &acc[0][0][0];
     for (int k = threadIdx.x; k < 8 * LANE2 * (LANE2 + 1); k += blockDim.x) flat[k] = 0.0f;
     __syncthreads();
     t.lane = (int)(threadIdx.x & 31);
     t.warp = (int)(threadIdx.x >> 5);
-    t.vb = (int)(((long long)p.nviews * blockIdx.y) / split);
-    t.ve = (int)(((long long)p.nviews * (blockIdx.y + 1)) / split);
+    const int shares = split < 0 ? -split : split;
+    t.vb = (int)(((long long)p.nviews * blockIdx.y) / shares);
+    t.ve = (int)(((long long)p.nviews * (blockIdx.y + 1)) / shares);
     return t;
 }
 
@@ -1420,7 +1462,8 @@ joseph_backward2_lanes_f32(const float* __restrict__ sino, const float* __restri
 // is a share of the views (split); the views' entries are staged in shared memory 256 at a time.
 // For each view, the thread finds the rays whose taps reach its pixel (f in [j - 1, j + 1) at its
 // plane m) and adds c*(1-t) or c*t for every entry of the batch: the search and the weights are
-// paid once for the whole batch. Stored (split == 1) or added into the zeroed volumes.
+// paid once for the whole batch. Stored (split == 1, or split < 0: each share its own volumes) or
+// added into the zeroed volumes.
 // H200, the learned primal-dual operator (256², 360 x 384) at batch 8: 0.35 ms at split 4 against
 // 0.82 ms for the tile kernel it replaces (tools/kernel-harness/par2d_adjoint.cu).
 #define GATHER2_BATCH 8
@@ -1431,8 +1474,9 @@ joseph_backward2_gather_f32(const float* __restrict__ cw, float* __restrict__ vo
     const int n0 = (int)p.shape[0], n1 = (int)p.shape[1], nu = p.nu;
     const int i1 = blockIdx.x * 16 + (threadIdx.x & 15), i0 = blockIdx.y * 16 + (threadIdx.x >> 4);
     const bool inside = i0 < n0 && i1 < n1;
-    const int vb = (int)(((long long)p.nviews * blockIdx.z) / split);
-    const int ve = (int)(((long long)p.nviews * (blockIdx.z + 1)) / split);
+    const int shares = split < 0 ? -split : split;
+    const int vb = (int)(((long long)p.nviews * blockIdx.z) / shares);
+    const int ve = (int)(((long long)p.nviews * (blockIdx.z + 1)) / shares);
     const u64 per = (u64)p.nviews * (u64)nu;
     float acc[GATHER2_BATCH];
 #pragma unroll
@@ -1471,8 +1515,114 @@ joseph_backward2_gather_f32(const float* __restrict__ cw, float* __restrict__ vo
 #pragma unroll
     for (int b = 0; b < GATHER2_BATCH; ++b) {
         if (b >= batch) break;
-        float* at = vol + (u64)b * (u64)n0 * (u64)n1 + (u64)i0 * (u64)n1 + (u64)i1;
-        if (split == 1) *at = acc[b];
+        // split < 0 (deterministic): share k of -split stores into its own volumes,
+        // [share][entry][pixel] (summed in order by joseph_sum_parts_f32).
+        const u64 vidx = split < 0 ? (u64)blockIdx.z * (u64)batch + (u64)b : (u64)b;
+        float* at = vol + vidx * (u64)n0 * (u64)n1 + (u64)i0 * (u64)n1 + (u64)i1;
+        if (split == 1 || split < 0) *at = acc[b];
         else atomicAdd(at, acc[b]);
+    }
+}
+
+
+// ------------------------------------------- deterministic transposes (CudaOptions::deterministic)
+// Bitwise reproducible from run to run, and still the exact transpose of the forward (the same
+// taps and weights). Float atomics add in the order the threads happen to run, so the scattering
+// transposes instead add fixed-point integers: each contribution c * weight is rounded to an
+// integer at the scale 2^e and added to a 64-bit accumulator per voxel with integer atomics,
+// which are associative, so the sums are the same bits in any order. The bound: a ray adds at
+// most one tap (weight <= 1) to a voxel and its weight w <= w_max, so every voxel's sum is within
+// K * max|y| with K = rays * w_max (host: CudaRay::fixed_bound); 2^e * K * max|y| < 2^62 keeps it
+// in range. A contribution's rounding is 2^-(e+1); on cone_512 that is ~1e-13 of a typical voxel.
+// joseph_absmax_f32 finds max|y| (the bits of |y| order as the floats do), joseph_fixed_to_f32
+// turns the sums back into floats (NaN everywhere when the data are not finite, as no bound
+// holds then).
+
+// The scale 2^e for data whose largest magnitude has the bits `ymax_bits`.
+__device__ __forceinline__ double fixed_scale(double bound, unsigned ymax_bits) {
+    const double b = bound * (double)__uint_as_float(ymax_bits);
+    if (!(b > 0.0) || !(b < 1e300)) return 1.0;
+    int e = 0;
+    frexp(b, &e);  // b < 2^e
+    return ldexp(1.0, 62 - e);
+}
+
+// *out = max(*out, bits of |x[i]|) over n values; *out zeroed before the launch.
+extern "C" __global__ void joseph_absmax_f32(const float* __restrict__ x, u64 n, unsigned* __restrict__ out) {
+    unsigned m = 0u;
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
+        m = max(m, __float_as_uint(x[i]) & 0x7fffffffu);
+    if (m != 0u) atomicMax(out, m);
+}
+
+// The scattering transpose with fixed-point sums into acc (zeroed; n voxels of 64 bits, the
+// volume's layout), any dimension, 64-bit indices, in segments of `seglen` planes: one thread per
+// (segment, ray), in the chunked order of chunk_ray when `chunked` (3D, at least 32 rows: the
+// threads in flight touch one slab of one band, which L2 holds), else (segment, view, column, row).
+extern "C" __global__ void joseph_backward_fixed_f32(const float* __restrict__ sino, unsigned long long* __restrict__ acc,
+                                                     const double* __restrict__ views, RayParams p, int count,
+                                                     int seglen, int chunked, double bound,
+                                                     const unsigned* __restrict__ ymax) {
+    const double scale = fixed_scale(bound, *ymax);
+    const u64 per_view = (u64)p.nu * (u64)p.nv;
+    i64 nmax = 1;
+    for (int k = 0; k < p.ndim; ++k) nmax = p.shape[k] > nmax ? p.shape[k] : nmax;
+    const int nseg = (int)((nmax + seglen - 1) / seglen);
+    const u64 rays = per_view * (u64)count;
+    const u64 chunks = (u64)((band_rows(p) + 31) / 32);
+    const u64 total = chunked ? chunks * (u64)nseg * (u64)count * (u64)p.nu * 32u : rays * (u64)nseg;
+    for (u64 g = blockIdx.x * (u64)blockDim.x + threadIdx.x; g < total; g += (u64)gridDim.x * blockDim.x) {
+        int seg, view, iu, iv;
+        if (chunked) {
+            ChunkRay q;
+            if (!chunk_ray(p, count, nseg, g, q)) continue;
+            seg = q.seg; view = q.view; iu = q.iu; iv = q.iv;
+        } else {
+            seg = (int)(g / rays);
+            const u64 ray = g - (u64)seg * rays;
+            const u64 vloc = ray / per_view, rem = ray - vloc * per_view;
+            view = p.first_view + (int)vloc;
+            iu = (int)(rem / (u64)p.nv);
+            iv = (int)(rem % (u64)p.nv);
+        }
+        const float y = sino[(u64)view * per_view + (u64)iu * (u64)p.nv + (u64)iv];
+        if (y == 0.0f) continue;
+        Ray r;
+        if (!setup_ray(p, views, view, iu, iv, r)) continue;
+        const int s0 = lo_of(p, r.a) + seg * seglen;
+        const int mlo = max(r.m0, s0), mhi = min(r.m1, s0 + seglen);
+        const float c = __fmul_rn(r.w, y);
+        for (int m = mlo; m < mhi; ++m) {
+            taps(p, r, m, [&](i64 i, float wt) {
+                const double v = (double)__fmul_rn(c, wt) * scale;
+                atomicAdd(acc + i, (unsigned long long)llrint(v));
+            });
+        }
+    }
+}
+
+// vol[i] = acc[i] / 2^e (or vol[i] += that, with `accumulate`) for n voxels; NaN where the data
+// were not finite.
+extern "C" __global__ void joseph_fixed_to_f32(const unsigned long long* __restrict__ acc, float* __restrict__ vol,
+                                               u64 n, double bound, const unsigned* __restrict__ ymax, int accumulate) {
+    const unsigned bits = *ymax;
+    const bool finite = bits < 0x7f800000u;
+    const double scale = fixed_scale(bound, bits);
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
+        const float v = finite ? (float)((double)(long long)acc[i] / scale) : __uint_as_float(0x7fc00000u);
+        vol[i] = accumulate ? __fadd_rn(vol[i], v) : v;
+    }
+}
+
+// dst[i] = the sum of `parts` partial volumes part[k * n + i], k = 0, 1, ... in that order (or
+// dst[i] += it, with `accumulate`): the deterministic 2D transposes' view shares, written to their
+// own volumes instead of added atomically (joseph_backward2_lanes_f32 and
+// joseph_backward2_gather_f32 with a negative split).
+extern "C" __global__ void joseph_sum_parts_f32(const float* __restrict__ part, float* __restrict__ dst, u64 n,
+                                                int parts, int accumulate) {
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
+        float s = accumulate ? dst[i] : 0.0f;
+        for (int k = 0; k < parts; ++k) s = __fadd_rn(s, part[(u64)k * n + i]);
+        dst[i] = s;
     }
 }

@@ -58,6 +58,33 @@ fn geometries() -> Vec<(&'static str, Geometry)> {
             parallel_beam_geometry(&s3, Some(20)).unwrap(),
         ),
         ("cone", cone_beam_geometry(&s3, 4.0, 2.0, Some(30)).unwrap()),
+        // Curved detectors (#35): an equiangular fan arc and a cylindrical cone.
+        (
+            "fan arc",
+            Geometry::fan_curved(
+                &part(0.0, 2.0 * PI, 60),
+                &part(-0.55, 0.55, 81),
+                3.0,
+                2.0,
+                5.0,
+                0.0,
+            )
+            .unwrap(),
+        ),
+        (
+            "cone cylindrical",
+            Geometry::cone_curved(
+                &part(0.0, 2.0 * PI, 30),
+                &UniformPartition::new(&[-0.5, -1.5], &[0.5, 1.5], &[40, 30]).unwrap(),
+                4.0,
+                2.0,
+                [Some(6.0), None],
+                0.0,
+                [0.0, 0.0, 1.0],
+                [0.0, 0.0],
+            )
+            .unwrap(),
+        ),
     ]
 }
 

@@ -54,6 +54,25 @@ pub struct CpuOptions {
 /// assert_eq!(Backend::Cuda(opts), Backend::cuda_with_budget(0, 2 << 30));
 /// assert_eq!(CudaOptions::default().memory_budget, None);
 /// ```
+///
+/// # Deterministic results
+///
+/// `deterministic` makes every forward and transpose bitwise reproducible from run to run,
+/// still the exact transpose of the forward (the same taps and weights): float atomics add
+/// partial sums in whatever order the GPU's threads run, so with the option the forwards store
+/// each ray's whole sum, the 2D parallel-beam transposes write each view share's volume and add
+/// them in order, and the scattering transposes add 64-bit fixed-point integers (integer adds
+/// are associative), at a scale bounded so that no sum overflows (rounding far below f32's).
+/// The fixed-point transpose takes 8 bytes per voxel of scratch device memory during a call
+/// (not counted in the budget), and batches of 3D and fan-beam transforms run entry by entry.
+/// `benches/README.md` has the cost; `rodl.torch` turns it on when
+/// `torch.use_deterministic_algorithms(True)` is set.
+///
+/// ```
+/// use rodl::tomo::CudaOptions;
+/// assert!(CudaOptions::new(0).deterministic(true).deterministic);
+/// assert!(!CudaOptions::default().deterministic);
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CudaOptions {
     /// The GPU ordinal. Must match the device of a CUDA-resident domain.
@@ -61,6 +80,8 @@ pub struct CudaOptions {
     /// Device memory, in bytes, that a transform's transfers and scratch may take (`None`:
     /// the free memory at construction less a margin). See the type's documentation.
     pub memory_budget: Option<u64>,
+    /// Bitwise reproducible forwards and transposes (see the type's documentation).
+    pub deterministic: bool,
 }
 
 impl CudaOptions {
@@ -74,7 +95,14 @@ impl CudaOptions {
         CudaOptions {
             device,
             memory_budget: None,
+            deterministic: false,
         }
+    }
+
+    /// The same options with deterministic (bitwise reproducible) results `on` or off.
+    pub fn deterministic(mut self, on: bool) -> Self {
+        self.deterministic = on;
+        self
     }
 
     /// The same options with a memory budget of `bytes`.
@@ -164,6 +192,7 @@ impl Backend {
             crate::Device::Cuda(id) => Backend::Cuda(CudaOptions {
                 device: id,
                 memory_budget: o.cuda.memory_budget,
+                deterministic: o.cuda.deterministic,
             }),
         }
     }
@@ -177,6 +206,8 @@ pub struct CudaKindOptions {
     /// scratch may take on each GPU (`None`: that GPU's free memory at construction less a
     /// margin).
     pub memory_budget: Option<u64>,
+    /// As [`CudaOptions::deterministic`]: bitwise reproducible results.
+    pub deterministic: bool,
 }
 
 /// Options for each backend kind, carried by a factory and applied to the kind of device it
@@ -208,6 +239,13 @@ impl BackendOptions {
     /// The same options with a CUDA memory budget of `bytes` per GPU.
     pub fn with_cuda_memory_budget(mut self, bytes: u64) -> Self {
         self.cuda.memory_budget = Some(bytes);
+        self
+    }
+
+    /// The same options with deterministic CUDA results `on` or off
+    /// ([`CudaOptions::deterministic`]).
+    pub fn with_cuda_deterministic(mut self, on: bool) -> Self {
+        self.cuda.deterministic = on;
         self
     }
 
@@ -249,6 +287,7 @@ impl From<&Backend> for BackendOptions {
                 cpu: CpuOptions::default(),
                 cuda: CudaKindOptions {
                     memory_budget: c.memory_budget,
+                    deterministic: c.deterministic,
                 },
             },
         }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use cudarc::driver::sys::{self, CUfunction_attribute};
 use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg};
 
-use super::geometry::{Beam, VecGeometry};
+use super::geometry::{Beam, Detector, VecGeometry};
 use super::grid::Grid;
 use crate::backend::cuda::{device_ctx, driver_err, DeviceCtx, DeviceTensor, KernelSource};
 use crate::{Error, Result};
@@ -80,6 +80,13 @@ struct RayParams {
     row0: i32,
     /// The detector rows they launch from `row0` on (0: all of them).
     rows: i32,
+    /// 0: a flat detector (12 doubles per view); 1: cylindrical, 2: spherical (26 per view:
+    /// the flat 12, then the frame and the pitches, [`VecGeometry::curved_frame_words`]).
+    detector: i32,
+    /// A curved detector's radius.
+    radius: f64,
+    /// A spherical detector's latitude of its frames' reference point.
+    lat0: f64,
 }
 
 // SAFETY: plain-old-data with the C layout the kernels expect.
@@ -104,6 +111,9 @@ pub(crate) struct CudaRay {
     /// No ray of the views meets the piece's slab: its forward is zero, its transpose adds
     /// nothing.
     unseen: bool,
+    /// Bitwise reproducible results ([`super::CudaOptions::deterministic`]): no float atomics
+    /// whose order varies ([`Self::set_deterministic`]).
+    deterministic: bool,
 }
 
 impl Drop for CudaRay {
@@ -158,7 +168,6 @@ impl CudaRay {
                 &grid.shape[..geom.ndim()]
             )));
         }
-        geom.require_flat("the CUDA backend")?;
         let ctx = device_ctx(id)?;
         let to_i32 = |n: usize, what: &str| {
             i32::try_from(n).map_err(|_| {
@@ -195,17 +204,27 @@ impl CudaRay {
             lo,
             row0: to_i32(band.start, "detector row")?,
             rows: to_i32(band.len(), "detector rows")?,
+            detector: match geom.detector() {
+                Detector::Flat => 0,
+                Detector::Cylindrical { .. } => 1,
+                Detector::Spherical { .. } => 2,
+            },
+            radius: geom.detector().radius().unwrap_or(0.0),
+            lat0: geom.curved_lat0(),
         };
-        let flat: Vec<f64> = chosen
-            .iter()
-            .flat_map(|v| {
+        let mut flat: Vec<f64> = Vec::with_capacity(chosen.len() * 26);
+        for (k, v) in views.clone().zip(chosen) {
+            flat.extend(
                 v.src
                     .into_iter()
                     .chain(v.det_center)
                     .chain(v.det_u)
-                    .chain(v.det_v)
-            })
-            .collect();
+                    .chain(v.det_v),
+            );
+            if let Some(words) = geom.curved_frame_words(k) {
+                flat.extend(words);
+            }
+        }
         let views = ctx
             .stream()
             .clone_htod(&flat)
@@ -218,7 +237,15 @@ impl CudaRay {
             params,
             tables2: None,
             unseen: band.is_empty(),
+            deterministic: false,
         })
+    }
+
+    /// Makes every forward and transpose bitwise reproducible from run to run (`on`), or lets
+    /// them add partial sums with float atomics (the default, faster): see
+    /// [`Self::forward`] and [`Self::transpose`].
+    pub(crate) fn set_deterministic(&mut self, on: bool) {
+        self.deterministic = on;
     }
 
     /// Sets every ray of a 2D parallel beam up once on the device (`joseph_setup2_f32`) for
@@ -287,9 +314,14 @@ impl CudaRay {
     /// touch only the slab's cells); a whole volume's unchanged. Wrapping arithmetic: the
     /// shifted address is never dereferenced below the slab.
     fn kernel_volume(&self, vol: u64) -> u64 {
+        vol.wrapping_sub(self.lo_offset() * F32 as u64)
+    }
+
+    /// The offset, in voxels of the piece's own buffer, of its first cells `lo`.
+    fn lo_offset(&self) -> u64 {
         let [_, n1, n2] = self.params.shape.map(|n| n.max(1) as u64);
         let [l0, l1, l2] = self.params.lo.map(|l| l as u64);
-        vol.wrapping_sub((l0 * n1 * n2 + l1 * n2 + l2) * F32 as u64)
+        l0 * n1 * n2 + l1 * n2 + l2
     }
 
     /// Launches kernel `name` with `threads` threads (grid-stride, at most 32 blocks per
@@ -375,11 +407,17 @@ impl CudaRay {
         // Sizes are positive (checked at construction); u64 for the unsigned rounding up.
         let n_max = p.shape[0].max(p.shape[1]).max(1) as u64;
         let segments = n_max.div_ceil(slab::SEGLEN as u64);
+        // Deterministic: every segment of a ray in one block, which stores the ray's sum.
+        let per_block = if self.deterministic {
+            i32::try_from(segments.max(1)).unwrap_or(i32::MAX)
+        } else {
+            slab::SEGS_PER_BLOCK
+        };
         let rays_per_block = u64::from(slab::THREADS) / slab::VGROUP as u64;
         let grid = (
             (p.nviews as u64).div_ceil(slab::VGROUP as u64),
             (p.nu as u64).div_ceil(rays_per_block),
-            segments.div_ceil(slab::SEGS_PER_BLOCK as u64),
+            segments.div_ceil(per_block as u64),
         );
         let (Ok(gx), Ok(gy), Ok(gz), Ok(zsegs)) = (
             u32::try_from(grid.0),
@@ -406,7 +444,7 @@ impl CudaRay {
             .arg(&slab::SEGLEN)
             .arg(&slab::VGROUP)
             .arg(&slab::WCAP)
-            .arg(&slab::SEGS_PER_BLOCK);
+            .arg(&per_block);
         if batch > 1 {
             b.arg(&zsegs);
         }
@@ -497,9 +535,15 @@ impl CudaRay {
                 if !accumulate {
                     self.zero(sino, rays, "clearing the sinogram")?;
                 }
-                let threads = self.chunked_rays() * self.segments(FORWARD_SEGMENT_PLANES);
+                // Deterministic: whole rays (one segment), so that each ray adds its one sum.
+                let planes = if self.deterministic {
+                    self.params.shape.iter().copied().max().unwrap_or(1).max(1) as i32
+                } else {
+                    FORWARD_SEGMENT_PLANES
+                };
+                let threads = self.chunked_rays() * self.segments(planes);
                 let name = "joseph_forward3_chunkseg_f32";
-                self.launch_ordered(name, threads, vol, sino, &[FORWARD_SEGMENT_PLANES])
+                self.launch_ordered(name, threads, vol, sino, &[planes])
             }
             (3, true) => self.launch("joseph_forward3_i32_f32", rays, vol, sino, &[]),
             _ => self.launch("joseph_forward_f32", rays, vol, sino, &[]),
@@ -555,6 +599,12 @@ impl CudaRay {
     ///   atomics, each touched voxel once; other warps merge neighbouring rows' shared taps
     ///   and scatter with scalar atomics.
     /// - Otherwise: `joseph_backward_atomic_f32`, one thread per ray, 64-bit indices.
+    ///
+    /// Deterministic ([`Self::set_deterministic`]): 2D parallel beams through
+    /// `joseph_backward2_gather_f32` for every batch size, each view share into its own volume,
+    /// the shares added in order; everything else through [`Self::transpose_fixed`]. The
+    /// forwards then store whole rays' sums (one segment per ray; in 2D all segments of a ray
+    /// in one block).
     pub(crate) fn transpose(
         &self,
         sino: &DeviceTensor<f32>,
@@ -577,6 +627,9 @@ impl CudaRay {
         if let (Some(g), false) = (&self.tables2, accumulate) {
             return self.transpose2(sino, vol, g, 1);
         }
+        if self.deterministic {
+            return self.transpose_fixed(sino, vol, accumulate);
+        }
         if !accumulate {
             let voxels = self.params.shape.iter().product::<i64>() as usize;
             self.zero(vol, voxels, "clearing the volume")?;
@@ -596,12 +649,133 @@ impl CudaRay {
         }
     }
 
+    /// A bound `K` with `|(Aᵀ y)_i| ≤ K · max|y|` for every voxel of this launch's rays: each
+    /// ray adds at most one tap (weight ≤ 1) to a voxel, with its weight `w ≤ √ndim · max h`
+    /// (the step along the dominant axis over the direction's share of it); doubled as margin.
+    /// The fixed-point transpose scales its sums to stay below 2⁶² under it.
+    fn fixed_bound(&self) -> f64 {
+        let p = &self.params;
+        let h = p.h[..p.ndim as usize]
+            .iter()
+            .copied()
+            .fold(0.0f64, f64::max);
+        2.0 * self.rays() as f64 * h * f64::from(p.ndim).sqrt()
+    }
+
+    /// The deterministic scattering transpose (`vol = Aᵀ sino`, or `+=` with `accumulate`):
+    /// `joseph_absmax_f32` finds `max|y|`, `joseph_backward_fixed_f32` adds every tap's
+    /// contribution as a 64-bit fixed-point integer (integer atomics are associative: the same
+    /// bits in any order) into a zeroed scratch volume, at the scale that [`Self::fixed_bound`]
+    /// keeps in range, and `joseph_fixed_to_f32` turns the sums into floats (NaN everywhere for
+    /// non-finite data). The scratch takes 8 bytes per voxel of device memory for the call.
+    ///
+    /// # Safety
+    /// As [`Self::forward_raw`].
+    unsafe fn transpose_fixed(&self, sino: u64, vol: u64, accumulate: bool) -> Result<()> {
+        let voxels = self.params.shape.iter().product::<i64>().max(0) as usize;
+        if self.unseen {
+            if !accumulate {
+                self.zero(vol, voxels, "clearing the volume")?;
+            }
+            return Ok(());
+        }
+        let stream = &self.ctx.stream();
+        let acc = self.ctx.alloc_raw::<u64>(voxels)?;
+        let ymax = self.ctx.alloc_raw::<u32>(1)?;
+        let (acc_at, _a) = acc.device_ptr(stream);
+        let (ymax_at, _m) = ymax.device_ptr(stream);
+        self.zero(acc_at, 2 * voxels, "clearing the fixed-point sums")?;
+        self.zero(ymax_at, 1, "clearing the data's bound")?;
+        let rays = self.rays();
+        let n = rays as u64;
+        let name = "joseph_absmax_f32";
+        let f = self.ctx.function(&RAY, name)?;
+        let mut b = stream.launch_builder(&f);
+        b.arg(&sino).arg(&n).arg(&ymax_at);
+        // SAFETY: (const float* x, unsigned long long n, unsigned* out): `sino` holds the
+        // launch's `rays` values, `ymax` one word; grid-stride.
+        unsafe { b.launch(self.ctx.launch_cfg(rays)) }.map_err(driver_err(name))?;
+        let bound = self.fixed_bound();
+        let chunked = i32::from(self.params.ndim == 3 && self.params.nv as usize >= CHUNK_ROWS);
+        let (threads, cfg) = if chunked == 1 {
+            let t = self.chunked_rays() * self.segments(SEGMENT_PLANES);
+            (t, self.ctx.launch_cfg_ordered(t))
+        } else {
+            let t = rays * self.segments(SEGMENT_PLANES);
+            (t, self.ctx.launch_cfg(t))
+        };
+        if threads > 0 {
+            let name = "joseph_backward_fixed_f32";
+            let f = self.ctx.function(&RAY, name)?;
+            let mut b = stream.launch_builder(&f);
+            let count = self.params.nviews;
+            let kernel_acc = acc_at.wrapping_sub(self.lo_offset() * 8);
+            b.arg(&sino)
+                .arg(&kernel_acc)
+                .arg(&self.views)
+                .arg(&self.params)
+                .arg(&count)
+                .arg(&SEGMENT_PLANES)
+                .arg(&chunked)
+                .arg(&bound)
+                .arg(&ymax_at);
+            // SAFETY: (const float* sino, unsigned long long* acc, const double* views,
+            // RayParams, int count, int seglen, int chunked, double bound, const unsigned* ymax);
+            // `acc` is this piece's scratch shifted back by its first cells as the volume is
+            // (the kernel touches only the piece's cells), `sino` this geometry's data; the
+            // chunked order's threads as the other chunked kernels launch them.
+            unsafe { b.launch(cfg) }.map_err(driver_err(name))?;
+        }
+        let name = "joseph_fixed_to_f32";
+        let f = self.ctx.function(&RAY, name)?;
+        let mut b = stream.launch_builder(&f);
+        let nv = voxels as u64;
+        let add = i32::from(accumulate);
+        b.arg(&acc_at)
+            .arg(&vol)
+            .arg(&nv)
+            .arg(&bound)
+            .arg(&ymax_at)
+            .arg(&add);
+        // SAFETY: (const unsigned long long* acc, float* vol, unsigned long long n, double
+        // bound, const unsigned* ymax, int accumulate): `acc` and `vol` hold the piece's
+        // `voxels` values; grid-stride.
+        unsafe { b.launch(self.ctx.launch_cfg(voxels)) }.map_err(driver_err(name))?;
+        Ok(())
+    }
+
+    /// `dst = Σₖ parts[k]` (or `dst +=` with `accumulate`) over `count` partial buffers of `n`
+    /// values each, added in the order `k = 0, 1, …` (`joseph_sum_parts_f32`): the
+    /// deterministic 2D transposes' view shares.
+    fn sum_parts(
+        &self,
+        parts: u64,
+        dst: u64,
+        n: usize,
+        count: usize,
+        accumulate: bool,
+    ) -> Result<()> {
+        let name = "joseph_sum_parts_f32";
+        let f = self.ctx.function(&RAY, name)?;
+        let stream = &self.ctx.stream();
+        let mut b = stream.launch_builder(&f);
+        let (n64, c, add) = (n as u64, count as i32, i32::from(accumulate));
+        b.arg(&parts).arg(&dst).arg(&n64).arg(&c).arg(&add);
+        // SAFETY: (const float* part, float* dst, unsigned long long n, int parts, int
+        // accumulate): the callers pass `count · n` values at `parts` and `n` at `dst`.
+        unsafe { b.launch(self.ctx.launch_cfg(n)) }.map_err(driver_err(name))?;
+        Ok(())
+    }
+
     /// The most entries [`Self::forward_batch`] and [`Self::transpose_batch`] take in one
     /// launch sequence: 1 unless the volume is whole with 32-bit indices and the geometry 2D
     /// (then limited by the launch grids of the batched forward) or 3D with at least
     /// [`CHUNK_ROWS`] detector rows (the chunked kernels' batch axis: [`BATCH3_MAX`]).
     pub(crate) fn max_batch(&self) -> usize {
+        // Deterministic: batches only where the transpose gathers (2D parallel beams' tables);
+        // the batched scattering kernels add with float atomics.
         if !self.fits_i32()
+            || (self.deterministic && self.tables2.is_none())
             || self.params.lo != [0; 3]
             || (self.params.row0, self.params.rows) != (0, self.params.nv)
         {
@@ -747,7 +921,9 @@ impl CudaRay {
     /// `joseph_backward2_gather_f32` ([`Self::launch_gather2`]). `sino` and `vol` are device
     /// addresses of `batch` sinograms and volumes of this geometry (the callers' checks).
     fn transpose2(&self, sino: u64, vol: u64, g: &Tables2, batch: usize) -> Result<()> {
-        if batch == 1 {
+        // Deterministic: the gather for every batch size, so that an entry's sums are formed
+        // the same way in a batch of any size as alone.
+        if batch == 1 && !self.deterministic {
             return self.launch_lanes2(sino, vol, g);
         }
         let rays = self.params.nviews as usize * self.params.nu as usize;
@@ -803,20 +979,33 @@ impl CudaRay {
                 "{name}: {tiles} tiles exceed the launch grid"
             )));
         };
-        if split > 1 {
-            self.zero(vol, (n0 * n1) as usize, "clearing the volume")?;
-        }
-        let split_arg = split as i32;
+        let stream = &self.ctx.stream();
+        let pixels = (n0 * n1) as usize;
+        // Deterministic: each view share stores into its own volume, summed in order after.
+        let parts = if self.deterministic && split > 1 {
+            Some(self.ctx.alloc_raw::<f32>(split as usize * pixels)?)
+        } else {
+            None
+        };
+        let parts_at = parts.as_ref().map(|p| p.device_ptr(stream));
+        let (target, split_arg) = match &parts_at {
+            Some((at, _)) => (*at, -(split as i32)),
+            None => {
+                if split > 1 {
+                    self.zero(vol, pixels, "clearing the volume")?;
+                }
+                (vol, split as i32)
+            }
+        };
         let cfg = LaunchConfig {
             grid_dim: (gx, split as u32, 1),
             block_dim: (256, 1, 1),
             shared_mem_bytes: 0,
         };
-        let stream = &self.ctx.stream();
         let mut b = stream.launch_builder(&f);
         b.arg(&sino)
             .arg(&g.weights)
-            .arg(&vol)
+            .arg(&target)
             .arg(&g.rays)
             .arg(&g.info)
             .arg(&self.params)
@@ -826,8 +1015,12 @@ impl CudaRay {
         // geometry and `vol` one volume (checked by the callers), the tables (and `weights`,
         // one per ray) were built for it by `setup_tables2`; 32-bit pixel indices (fits_i32)
         // and planes below 32768; blocks of 256 threads (the launch bounds), one per tile of
-        // 32 × 32 pixels and view share, batch entry 0.
+        // 32 × 32 pixels and view share, batch entry 0; with a negative split `target` holds
+        // one volume per share.
         unsafe { b.launch(cfg) }.map_err(driver_err(name))?;
+        if let Some((at, _)) = &parts_at {
+            self.sum_parts(*at, vol, pixels, split as usize, false)?;
+        }
         Ok(())
     }
 
@@ -856,7 +1049,17 @@ impl CudaRay {
         let f = self.ctx.function(&RAY, name)?;
         let (gx, gy) = (n1.div_ceil(16), n0.div_ceil(16));
         let split = self.split2(gx * gy, 4, 16);
-        if split > 1 {
+        // Deterministic: each view share stores into its own volumes, summed in order after.
+        let parts = if self.deterministic && split > 1 {
+            Some(
+                self.ctx
+                    .alloc_raw::<f32>(split as usize * GATHER2_BATCH.min(batch) * voxels)?,
+            )
+        } else {
+            None
+        };
+        let parts_at = parts.as_ref().map(|p| p.device_ptr(stream));
+        if split > 1 && parts_at.is_none() {
             self.zero(vol, voxels * batch, "clearing the volumes")?;
         }
         let (Ok(gx), Ok(gy)) = (u32::try_from(gx), u32::try_from(gy)) else {
@@ -864,7 +1067,11 @@ impl CudaRay {
                 "{name}: {n0} × {n1} pixels exceed the launch grid"
             )));
         };
-        let split_arg = split as i32;
+        let split_arg = if parts_at.is_some() {
+            -(split as i32)
+        } else {
+            split as i32
+        };
         let cfg = LaunchConfig {
             grid_dim: (gx, gy, split as u32),
             block_dim: (256, 1, 1),
@@ -874,9 +1081,10 @@ impl CudaRay {
             let entries = (batch - first).min(GATHER2_BATCH) as i32;
             let src = cw_at + (first * per * F32) as u64;
             let dst = vol + (first * voxels * F32) as u64;
+            let target = parts_at.as_ref().map_or(dst, |(at, _)| *at);
             let mut b = stream.launch_builder(&f);
             b.arg(&src)
-                .arg(&dst)
+                .arg(&target)
                 .arg(&g.rays)
                 .arg(&g.info)
                 .arg(&self.params)
@@ -887,8 +1095,12 @@ impl CudaRay {
             // rows of one value per ray and `vol` `entries` volumes of this geometry (checked by
             // the callers), entries ≤ GATHER2_BATCH; the tables were built for it by
             // `setup_tables2`; 32-bit pixel indices (fits_i32) and planes below 32768; blocks
-            // of 256 threads (the launch bounds), one per 16 × 16 pixels and view share.
+            // of 256 threads (the launch bounds), one per 16 × 16 pixels and view share; with
+            // a negative split `target` holds `split × entries` volumes.
             unsafe { b.launch(cfg) }.map_err(driver_err(name))?;
+            if let Some((at, _)) = &parts_at {
+                self.sum_parts(*at, dst, entries as usize * voxels, split as usize, false)?;
+            }
         }
         Ok(())
     }

@@ -415,6 +415,14 @@ pub(crate) struct PieceRunner {
 }
 
 impl PieceRunner {
+    /// Makes every piece's kernels deterministic ([`CudaRay::set_deterministic`]); the pieces
+    /// run and add up in a fixed order on one stream.
+    pub(crate) fn set_deterministic(&mut self, on: bool) {
+        for r in &mut self.rays {
+            r.set_deterministic(on);
+        }
+    }
+
     /// The runner of `geom` on `grid` on GPU `id` in the pieces `slabs` (along `axis`) ×
     /// `groups` (each list covering its axis in order). One piece is the whole transform (with
     /// its fast 2D transpose).

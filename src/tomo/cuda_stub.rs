@@ -24,6 +24,11 @@ impl CudaRay {
         Err(unavailable())
     }
 
+    /// Deterministic kernels on or off.
+    pub(crate) fn set_deterministic(&mut self, _on: bool) {
+        match self.0 {}
+    }
+
     /// The most entries of a batch in one launch sequence.
     pub(crate) fn max_batch(&self) -> usize {
         match self.0 {}

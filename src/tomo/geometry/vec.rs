@@ -266,17 +266,29 @@ impl VecGeometry {
         self.detector
     }
 
-    /// Errors unless the detector is flat: for a projector (`who`, e.g. "the CUDA backend",
-    /// whose kernels take 12 numbers per view) that evaluates flat detectors only, so that a
-    /// curved one is refused, never projected as a flat one.
-    pub(crate) fn require_flat(&self, who: &str) -> Result<()> {
-        match self.detector {
-            Detector::Flat => Ok(()),
-            d => Err(Error::Unsupported(format!(
-                "{who} supports flat detectors only, this geometry has a {d:?} detector: use \
-                 the CPU backend (Backend::cpu()) for curved detectors"
-            ))),
+    /// What a projector that evaluates the curved surface itself needs of view `view` (the
+    /// CUDA kernels): the frame's reference point, `e_u`, `e_v` and normal, then the pitches
+    /// (arc lengths) along u and v: the numbers [`VecGeometry::ray`] reads. `None` for a flat
+    /// detector or a view out of range.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    pub(crate) fn curved_frame_words(&self, view: usize) -> Option<[f64; 14]> {
+        let c = self.curved.as_ref()?;
+        let f = c.frames.get(view)?;
+        let [lu, lv] = c.pitch[view];
+        let mut w = [0.0; 14];
+        for (k, part) in [f.center, f.e_u, f.e_v, f.normal].iter().enumerate() {
+            w[3 * k..3 * k + 3].copy_from_slice(part);
         }
+        w[12] = lu;
+        w[13] = lv;
+        Some(w)
+    }
+
+    /// A spherical detector's latitude of its frames' reference point (radians; 0 for the
+    /// other detectors and for frames at the centre pixel).
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    pub(crate) fn curved_lat0(&self) -> f64 {
+        self.curved.as_ref().map_or(0.0, |c| c.lat0)
     }
 
     /// The frame of view `view`'s detector, as [`Detector`] evaluates it: at the centre pixel

@@ -274,14 +274,16 @@ impl CudaProjector {
         let host_volume = !domain.is_cuda();
         let host_data = host_volume || data_bytes > budget as u128;
         let exec = if !host_data {
-            Exec::Whole(CudaRay::new(id, geometry, grid)?)
+            let mut ray = CudaRay::new(id, geometry, grid)?;
+            ray.set_deterministic(opts.deterministic);
+            Exec::Whole(ray)
         } else {
             let pieces = if host_volume {
                 plan_pieces(id, budget, geometry, grid)?
             } else {
                 plan_view_groups(id, budget, geometry, grid)?
             };
-            let runner = PieceRunner::new(
+            let mut runner = PieceRunner::new(
                 id,
                 geometry,
                 grid,
@@ -289,6 +291,7 @@ impl CudaProjector {
                 pieces.slabs,
                 pieces.view_groups,
             )?;
+            runner.set_deterministic(opts.deterministic);
             let need = runner
                 .device_bytes(host_volume, true, true)
                 .max(runner.device_bytes(host_volume, true, false));

@@ -86,8 +86,6 @@ pub(crate) fn build<T: Scalar>(
                     });
                 }
             }
-            // Before any driver call, so that the answer is the same with and without a GPU.
-            geometry.require_flat("the CUDA backend")?;
             Device::Cuda(opts.device).check_available()?;
             Ok(Box::new(cuda::CudaProjector::new::<T>(
                 opts, domain, geometry, grid,
