@@ -601,8 +601,8 @@ impl CudaRay {
     /// - Otherwise: `joseph_backward_atomic_f32`, one thread per ray, 64-bit indices.
     ///
     /// Deterministic ([`Self::set_deterministic`]): 2D parallel beams through
-    /// `joseph_backward2_gather_f32` for every batch size, each view share into its own volume,
-    /// the shares added in order; everything else through [`Self::transpose_fixed`]. The
+    /// `joseph_backward2_lanes_f32` (batches entry by entry), each view share into its own
+    /// volume, the shares added in order; everything else through [`Self::transpose_fixed`]. The
     /// forwards then store whole rays' sums (one segment per ray; in 2D all segments of a ray
     /// in one block).
     pub(crate) fn transpose(
@@ -921,10 +921,19 @@ impl CudaRay {
     /// `joseph_backward2_gather_f32` ([`Self::launch_gather2`]). `sino` and `vol` are device
     /// addresses of `batch` sinograms and volumes of this geometry (the callers' checks).
     fn transpose2(&self, sino: u64, vol: u64, g: &Tables2, batch: usize) -> Result<()> {
-        // Deterministic: the gather for every batch size, so that an entry's sums are formed
-        // the same way in a batch of any size as alone.
-        if batch == 1 && !self.deterministic {
+        if batch == 1 {
             return self.launch_lanes2(sino, vol, g);
+        }
+        if self.deterministic {
+            // Entry by entry through the lanes kernel, so that an entry's sums are formed the
+            // same way in a batch of any size as alone.
+            let rays = self.params.nviews as usize * self.params.nu as usize;
+            let voxels = (self.params.shape[0] * self.params.shape[1]) as usize;
+            for e in 0..batch {
+                let (s, v) = ((e * rays * F32) as u64, (e * voxels * F32) as u64);
+                self.launch_lanes2(sino + s, vol + v, g)?;
+            }
+            return Ok(());
         }
         let rays = self.params.nviews as usize * self.params.nu as usize;
         let total = rays * batch;

@@ -236,6 +236,36 @@ static bool batch_matches_entries(const cur::RayParams& p, const Geo& g, int bat
     return bf.l2 <= 1e-6 && bt.l2 <= 1e-6;
 }
 
+// The deterministic transpose (CudaOptions::deterministic: joseph_absmax_f32,
+// joseph_backward_fixed_f32, joseph_fixed_to_f32, as src/tomo/cuda.rs launches them) of `y` twice:
+// the two results must be the same bits (the stand-in's host threads run in no fixed order, so a
+// float-atomic transpose differs between runs), and within 1e-6 of the production transpose `vc`.
+static bool fixed_transpose_check(const Geo& g, const std::vector<float>& y, const std::vector<float>& vc) {
+    const cur::RayParams p = cur::params(g, 0, (int)g.shape[0]);
+    const size_t nvox = vc.size(), nsino = y.size();
+    const double hmax = std::max(g.h[0], std::max(g.h[1], g.ndim == 3 ? g.h[2] : 0.0));
+    const double bound = 2.0 * (double)nsino * hmax * std::sqrt((double)g.ndim);
+    const int chunked = g.ndim == 3 && g.nv >= 32;
+    const cur::u64 threads = chunked ? cur::chunked(p) * cur::segments(p, 128) : (cur::u64)nsino * cur::segments(p, 128);
+    auto run = [&](std::vector<float>& out) {
+        std::vector<unsigned long long> acc(nvox, 0ull);
+        unsigned ymax = 0u;
+        cpu_cuda::launch(cur::stride_grid(nsino), dim3(256), 0, cur::joseph_absmax_f32, y.data(), (cur::u64)nsino, &ymax);
+        cpu_cuda::launch(cur::stride_grid(threads), dim3(256), 0, cur::joseph_backward_fixed_f32, y.data(), acc.data(),
+                         g.views.data(), p, p.nviews, 128, chunked, bound, (const unsigned*)&ymax);
+        cpu_cuda::launch(cur::stride_grid(nvox), dim3(256), 0, cur::joseph_fixed_to_f32, (const unsigned long long*)acc.data(),
+                         out.data(), (cur::u64)nvox, bound, (const unsigned*)&ymax, 0);
+    };
+    std::vector<float> a(nvox), b(nvox);
+    run(a);
+    run(b);
+    const bool same = std::memcmp(a.data(), b.data(), nvox * sizeof(float)) == 0;
+    const Diff d = diff(a, vc);
+    printf("  deterministic transpose: two runs %s; vs production %.1e (max %.1e)\n", same ? "bit-identical" : "DIFFER",
+           d.l2, d.max);
+    return same && d.l2 <= 1e-6;
+}
+
 int main() {
     std::vector<Geo> cases = {
         par2d(40, 36, 24, 50, 3.0),
@@ -315,6 +345,7 @@ int main() {
                        "<Ax,y> - <x,A^T y>: %.1e relative\n", wn, cf.l2, cf.max, ca.l2, adj);
                 if (cf.max > 1e-6 || ca.l2 > 1e-6 || adj > 1e-5) ok = false;
             }
+            if (pass == 0 && which == cur::Fwd::Production && !(g.parallel && g.ndim == 2)) ok = fixed_transpose_check(g, y, vc) && ok;
             if (g.ndim == 2 && which == cur::Fwd::Production) {
                 // The batched forward and scattering transpose (fan beams' batched path).
                 ok = batch_matches_entries(pc, g, 3, cur::forward2_batch, cur::transpose_atomic_batch, "scattering") && ok;
