@@ -134,9 +134,10 @@ pub trait Operator<T: Scalar>: Send + Sync {
 
     /// Computes `out = self(x)` after checking that `x` is in the domain and `out` in the range.
     fn apply_into(&self, x: &Element<T>, out: &mut Element<T>) -> Result<()> {
-        let ctx = self.name();
-        self.domain().check_member(x, &format!("{ctx}: input"))?;
-        self.range().check_member(out, &format!("{ctx}: output"))?;
+        // The operator's name is formed only when a check fails.
+        let named = |what: &'static str| Named(move || self.name(), what);
+        self.domain().check_member(x, named("input"))?;
+        self.range().check_member(out, named("output"))?;
         self.evaluate(x, out)
     }
 
@@ -299,4 +300,14 @@ pub(crate) fn check_same_space<T: Scalar>(
         expected: expected.to_string(),
         got: got.to_string(),
     })
+}
+
+/// `"{name}: {what}"` with the name computed when displayed: the context of a membership check,
+/// formatted only when the check fails.
+struct Named<F: Fn() -> String>(F, &'static str);
+
+impl<F: Fn() -> String> std::fmt::Display for Named<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", (self.0)(), self.1)
+    }
 }

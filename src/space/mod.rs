@@ -457,20 +457,31 @@ impl<T: Scalar> Space<T> {
         }
     }
 
-    /// Errors unless `x` belongs to this space.
-    pub fn check_member(&self, x: &Element<T>, context: &str) -> Result<()> {
+    /// Errors unless `x` belongs to this space. `context` names the check in the error; it is
+    /// formatted only when the check fails, so a hot path can pass
+    /// `format_args!("{name}: input")` at no cost.
+    ///
+    /// ```
+    /// let s = rodl::rn::<f64>(&[3])?;
+    /// let x = rodl::rn::<f64>(&[4])?.zero()?;
+    /// let name = "my operator";
+    /// let e = s.check_member(&x, format_args!("{name}: input")).unwrap_err();
+    /// assert!(e.to_string().contains("my operator: input"));
+    /// # Ok::<(), rodl::Error>(())
+    /// ```
+    pub fn check_member(&self, x: &Element<T>, context: impl fmt::Display) -> Result<()> {
         if self.contains(x) {
             return Ok(());
         }
         if x.device() != self.device() {
             return Err(Error::DeviceMismatch {
-                context: context.into(),
+                context: context.to_string(),
                 expected: self.device().to_string(),
                 got: x.device().to_string(),
             });
         }
         Err(Error::SpaceMismatch {
-            context: context.into(),
+            context: context.to_string(),
             expected: self.to_string(),
             got: describe_element(x),
         })

@@ -22,8 +22,8 @@ pub(super) fn check_io<T: Scalar>(
     out: &Element<T>,
     name: &str,
 ) -> Result<()> {
-    space.check_member(x, &format!("{name}: input"))?;
-    space.check_member(out, &format!("{name}: output"))
+    space.check_member(x, format_args!("{name}: input"))?;
+    space.check_member(out, format_args!("{name}: output"))
 }
 
 /// How far outside a unit ball a point may lie, relative to the radius, and still count as

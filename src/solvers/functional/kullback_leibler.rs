@@ -18,7 +18,7 @@ fn make_prior<T: Scalar>(
         Some(g) => g,
         None => return Ok(Arc::new(space.one()?)),
     };
-    space.check_member(&g, &format!("{name}: prior"))?;
+    space.check_member(&g, format_args!("{name}: prior"))?;
     let n = space.norm(&g)?;
     let mut t = space.zero()?;
     space.pointwise(Pointwise::MinScalar(T::zero()), &g, &mut t)?;

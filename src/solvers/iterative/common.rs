@@ -10,9 +10,9 @@ pub(crate) fn check_problem<T: Scalar>(
     rhs: &Element<T>,
     solver: &str,
 ) -> Result<()> {
-    op.domain().check_member(x, &format!("{solver}: x"))?;
+    op.domain().check_member(x, format_args!("{solver}: x"))?;
     op.range()
-        .check_member(rhs, &format!("{solver}: right-hand side"))
+        .check_member(rhs, format_args!("{solver}: right-hand side"))
 }
 
 /// `r = rhs − A x`; skips the application of `A` when `x` is zero (the usual start).

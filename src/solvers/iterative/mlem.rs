@@ -102,7 +102,8 @@ impl<'a, T: Scalar> EmBlock<'a, T> {
         data: &'a Element<T>,
         solver: &str,
     ) -> Result<Self> {
-        op.range().check_member(data, &format!("{solver}: data"))?;
+        op.range()
+            .check_member(data, format_args!("{solver}: data"))?;
         let (domain, range) = (op.domain(), op.range());
         let adjoint = op.adjoint()?;
         let ratio = range.one()?;

@@ -24,7 +24,7 @@ pub(crate) fn check_primal_dual<T: Scalar>(
     op: &dyn LinearOperator<T>,
     solver: &str,
 ) -> Result<()> {
-    op.domain().check_member(x, &format!("{solver}: x"))?;
+    op.domain().check_member(x, format_args!("{solver}: x"))?;
     check_same_space(op.domain(), f.domain(), &format!("{solver}: domain of f"))?;
     check_same_space(op.range(), g.domain(), &format!("{solver}: domain of g"))
 }
