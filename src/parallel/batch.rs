@@ -83,7 +83,7 @@ pub(super) fn stack<T: Scalar>(
     for (b, x) in elements.iter().enumerate() {
         inner.check_member(
             x,
-            &format!("stack: element {b} (a host element of {inner})"),
+            format_args!("stack: element {b} (a host element of {inner})"),
         )?;
     }
     let mut out = batch.zero()?;
@@ -109,7 +109,7 @@ pub(super) fn unstack<T: Scalar>(
 ) -> Result<Vec<Element<T>>> {
     batch.check_member(
         x,
-        &format!("unstack: the batch (a host element of {batch})"),
+        format_args!("unstack: the batch (a host element of {batch})"),
     )?;
     let mut src = Vec::new();
     leaves(x, &mut src)?;
