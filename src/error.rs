@@ -155,6 +155,27 @@ impl std::fmt::Debug for Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
+    /// An [`Error::DeviceMismatch`]: at `context`, `got` was given where `expected` was
+    /// required (each written with `Display`: a [`Device`](crate::Device), a string, …).
+    ///
+    /// ```
+    /// use rodl::{Device, Error};
+    /// let err = Error::device_mismatch("my operator: input", Device::Cpu, Device::Cuda(0));
+    /// assert!(err.to_string().contains("cuda:0"));
+    /// assert!(matches!(err, Error::DeviceMismatch { .. }));
+    /// ```
+    pub fn device_mismatch(
+        context: impl std::fmt::Display,
+        expected: impl std::fmt::Display,
+        got: impl std::fmt::Display,
+    ) -> Self {
+        Error::DeviceMismatch {
+            context: context.to_string(),
+            expected: expected.to_string(),
+            got: got.to_string(),
+        }
+    }
+
     pub(crate) fn shape(context: impl Into<String>, expected: &[usize], got: &[usize]) -> Self {
         Error::Shape {
             context: context.into(),

@@ -184,11 +184,11 @@ pub unsafe fn apply_to_cuda_memory<T: Scalar>(
     let id = match (domain.device(), range.device()) {
         (Device::Cuda(a), Device::Cuda(b)) if a == b => a,
         (d, r) => {
-            return Err(Error::DeviceMismatch {
-                context: "apply_to_cuda_memory: the operator's domain and range".into(),
-                expected: "one CUDA device (build the operator for the tensors' device)".into(),
-                got: format!("{d} and {r}"),
-            })
+            return Err(Error::device_mismatch(
+                "apply_to_cuda_memory: the operator's domain and range",
+                "one CUDA device (build the operator for the tensors' device)",
+                format!("{d} and {r}"),
+            ))
         }
     };
     for s in [domain, range] {

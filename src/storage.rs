@@ -27,11 +27,11 @@ pub(crate) enum Storage<T: Scalar> {
 }
 
 fn mix(what: &str) -> Error {
-    Error::DeviceMismatch {
-        context: what.into(),
-        expected: "all operands on one device".into(),
-        got: "operands on different devices".into(),
-    }
+    Error::device_mismatch(
+        what,
+        "all operands on one device",
+        "operands on different devices",
+    )
 }
 
 /// The host tensors of `xs`, or `None` unless all live on the host.
@@ -178,10 +178,12 @@ impl<T: Scalar> Storage<T> {
         what: &str,
         f: impl FnOnce(&DeviceTensor<T>, &mut DeviceTensor<T>) -> Result<()>,
     ) -> Result<()> {
-        let wrong = |x: &Self, out: &Self| Error::DeviceMismatch {
-            context: what.into(),
-            expected: format!("cuda:{id} (or the host)"),
-            got: format!("{} and {}", x.device(), out.device()),
+        let wrong = |x: &Self, out: &Self| {
+            Error::device_mismatch(
+                what,
+                format!("cuda:{id} (or the host)"),
+                format!("{} and {}", x.device(), out.device()),
+            )
         };
         match (x, &mut *out) {
             (Storage::Cuda(a), Storage::Cuda(b)) => {

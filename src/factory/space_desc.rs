@@ -235,11 +235,7 @@ pub(crate) fn check_space<T: Scalar>(
     context: &str,
 ) -> Result<()> {
     if space.device() != device && !(host_ok && space.device() == Device::Cpu) {
-        return Err(Error::DeviceMismatch {
-            context: context.into(),
-            expected: device.to_string(),
-            got: space.device().to_string(),
-        });
+        return Err(Error::device_mismatch(context, device, space.device()));
     }
     let got = SpaceDesc::of(space);
     if got != *desc {

@@ -52,11 +52,11 @@ pub(crate) fn check_batch_elements<T: Scalar>(
             });
         }
         if e.device() != s.device() {
-            return Err(crate::Error::DeviceMismatch {
-                context: format!("{what}: the {side}"),
-                expected: s.device().to_string(),
-                got: e.device().to_string(),
-            });
+            return Err(crate::Error::device_mismatch(
+                format!("{what}: the {side}"),
+                s.device(),
+                e.device(),
+            ));
         }
     }
     Ok(())

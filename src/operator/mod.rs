@@ -289,11 +289,11 @@ pub(crate) fn check_same_space<T: Scalar>(
         return Ok(());
     }
     if expected.device() != got.device() {
-        return Err(crate::Error::DeviceMismatch {
-            context: context.into(),
-            expected: expected.device().to_string(),
-            got: got.device().to_string(),
-        });
+        return Err(crate::Error::device_mismatch(
+            context,
+            expected.device(),
+            got.device(),
+        ));
     }
     Err(crate::Error::SpaceMismatch {
         context: context.into(),

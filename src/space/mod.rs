@@ -172,11 +172,7 @@ impl<T: Scalar> Space<T> {
         }
         let d = parts[0].device();
         if let Some(p) = parts.iter().find(|p| p.device() != d) {
-            return Err(Error::DeviceMismatch {
-                context: "product space".into(),
-                expected: d.to_string(),
-                got: p.device().to_string(),
-            });
+            return Err(Error::device_mismatch("product space", d, p.device()));
         }
         Ok(Space::from_kind(SpaceKind::Product(parts)))
     }
@@ -474,11 +470,7 @@ impl<T: Scalar> Space<T> {
             return Ok(());
         }
         if x.device() != self.device() {
-            return Err(Error::DeviceMismatch {
-                context: context.to_string(),
-                expected: self.device().to_string(),
-                got: x.device().to_string(),
-            });
+            return Err(Error::device_mismatch(context, self.device(), x.device()));
         }
         Err(Error::SpaceMismatch {
             context: context.to_string(),

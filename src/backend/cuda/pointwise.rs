@@ -19,11 +19,7 @@ const POINTWISE: KernelSource = KernelSource {
 
 fn check_like<T: Scalar>(a: &DeviceTensor<T>, b: &DeviceTensor<T>, what: &str) -> Result<()> {
     if a.ctx().id() != b.ctx().id() {
-        return Err(Error::DeviceMismatch {
-            context: what.into(),
-            expected: a.device().to_string(),
-            got: b.device().to_string(),
-        });
+        return Err(Error::device_mismatch(what, a.device(), b.device()));
     }
     if a.len() != b.len() {
         return Err(Error::shape(what, a.shape(), b.shape()));

@@ -180,11 +180,7 @@ impl<T: Scalar> DeviceTensor<T> {
     /// Errors unless `other` is on this tensor's device.
     pub(crate) fn check_same_device(&self, other: &Self, what: &str) -> Result<()> {
         if other.ctx.id() != self.ctx.id() {
-            return Err(Error::DeviceMismatch {
-                context: what.into(),
-                expected: self.device().to_string(),
-                got: other.device().to_string(),
-            });
+            return Err(Error::device_mismatch(what, self.device(), other.device()));
         }
         Ok(())
     }

@@ -158,11 +158,11 @@ impl GpuFilter {
     ) -> Result<()> {
         for t in [x.ctx().id(), y.ctx().id()] {
             if t != self.ctx.id() {
-                return Err(Error::DeviceMismatch {
-                    context: "FbpFilter".into(),
-                    expected: format!("cuda:{}", self.ctx.id()),
-                    got: format!("cuda:{t}"),
-                });
+                return Err(Error::device_mismatch(
+                    "FbpFilter",
+                    format!("cuda:{}", self.ctx.id()),
+                    format!("cuda:{t}"),
+                ));
             }
         }
         let (pre, post) = if adjoint { (1, 0) } else { (0, 1) };

@@ -251,11 +251,7 @@ impl<T: Scalar> Inner<T> {
     ) -> Result<()> {
         let xs = x.storage("FbpFilter: input")?;
         let os = out.storage_mut("FbpFilter: output")?;
-        let mismatch = |got: String| Error::DeviceMismatch {
-            context: "FbpFilter".into(),
-            expected: self.space.device().to_string(),
-            got,
-        };
+        let mismatch = |got: String| Error::device_mismatch("FbpFilter", self.space.device(), got);
         match &self.gpu {
             Some(g) => Storage::on_gpu(g.device(), xs, os, "FbpFilter", |a, b| {
                 g.apply(a, b, adjoint, entries)

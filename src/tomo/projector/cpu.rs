@@ -40,24 +40,16 @@ impl CpuProjector {
 }
 
 fn host<'a, T: Scalar>(s: &'a Storage<T>, what: &str) -> Result<&'a [T]> {
-    s.host()
-        .map(|h| h.slice())
-        .ok_or_else(|| Error::DeviceMismatch {
-            context: format!("RayTransform (CPU): {what}"),
-            expected: "cpu".into(),
-            got: s.device().to_string(),
-        })
+    s.host().map(|h| h.slice()).ok_or_else(|| {
+        Error::device_mismatch(format!("RayTransform (CPU): {what}"), "cpu", s.device())
+    })
 }
 
 fn host_mut<'a, T: Scalar>(s: &'a mut Storage<T>, what: &str) -> Result<&'a mut [T]> {
     let got = s.device().to_string();
     s.host_mut()
         .map(|h| h.slice_mut())
-        .ok_or_else(|| Error::DeviceMismatch {
-            context: format!("RayTransform (CPU): {what}"),
-            expected: "cpu".into(),
-            got,
-        })
+        .ok_or_else(|| Error::device_mismatch(format!("RayTransform (CPU): {what}"), "cpu", got))
 }
 
 impl<T: Scalar> Projector<T> for CpuProjector {

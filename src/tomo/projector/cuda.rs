@@ -314,11 +314,11 @@ impl CudaProjector {
     }
 
     fn wrong<T: Scalar>(&self, what: &str, x: &Storage<T>, out: &Storage<T>) -> Error {
-        Error::DeviceMismatch {
-            context: what.into(),
-            expected: format!("cuda:{} (or the host)", self.id),
-            got: format!("{} and {}", x.device(), out.device()),
-        }
+        Error::device_mismatch(
+            what,
+            format!("cuda:{} (or the host)", self.id),
+            format!("{} and {}", x.device(), out.device()),
+        )
     }
 
     fn input<'a, T: Scalar>(&self, s: &'a Storage<T>) -> Result<Option<In<'a>>> {

@@ -68,22 +68,22 @@ pub(crate) fn build<T: Scalar>(
     match backend {
         Backend::Cpu(opts) => {
             if domain != Device::Cpu {
-                return Err(Error::DeviceMismatch {
-                    context: "RayTransform: CPU backend".into(),
-                    expected: "cpu".into(),
-                    got: domain.to_string(),
-                });
+                return Err(Error::device_mismatch(
+                    "RayTransform: CPU backend",
+                    "cpu",
+                    domain,
+                ));
             }
             Ok(Box::new(cpu::CpuProjector::new(opts, geometry, grid)?))
         }
         Backend::Cuda(opts) => {
             if let Device::Cuda(d) = domain {
                 if d != opts.device {
-                    return Err(Error::DeviceMismatch {
-                        context: "RayTransform: CUDA options vs domain".into(),
-                        expected: format!("cuda:{d}"),
-                        got: format!("cuda:{}", opts.device),
-                    });
+                    return Err(Error::device_mismatch(
+                        "RayTransform: CUDA options vs domain",
+                        format!("cuda:{d}"),
+                        format!("cuda:{}", opts.device),
+                    ));
                 }
             }
             Device::Cuda(opts.device).check_available()?;
