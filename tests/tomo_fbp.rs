@@ -382,7 +382,7 @@ fn unsupported_geometries_and_bad_options_are_errors() {
         fbp_op(&ray_v, &FbpOptions::default()),
         Err(Error::Unsupported(_))
     ));
-    // Helical cone beam.
+    // A helical cone beam whose feed per turn (20) exceeds the detector's height at the axis.
     let s3 = cube(8);
     let det = UniformPartition::new(&[-2.0, -2.0], &[2.0, 2.0], &[12, 12]).unwrap();
     let helix = Geometry::cone_flat(
@@ -390,7 +390,7 @@ fn unsupported_geometries_and_bad_options_are_errors() {
         &det,
         4.0,
         2.0,
-        0.5,
+        20.0,
         [0.0, 0.0, 1.0],
         [0.0; 2],
     )
@@ -1322,8 +1322,8 @@ fn curved_detectors_fbp_cannot_handle_are_errors() {
             cone_curved_on(&angles, [Some(5.0), Some(5.0)], 0.0),
         ),
         (
-            "helical cylinder",
-            cone_curved_on(&angles, [Some(5.0), None], 0.5),
+            "helical cylinder, pitch factor above 1",
+            cone_curved_on(&angles, [Some(5.0), None], 5.0),
         ),
         (
             "cylinder not about the source",

@@ -59,8 +59,12 @@
 //!   `W₁ = R cos γ cos κ`, `W₂ = 1 / √(D² + h²)`, `c = 1/(2α)`: the adjoint on data in
 //!   `(γ, h)` back-projects with `√(D² + h²) / L_p²` (`L_p` the distance from the source across
 //!   the axis), so `A* F` is the cylindrical FDK with its `1/L_p²`. Other arcs and cylinders
-//!   (not about the source, shifted along u, helical, a fan of π or more) and spherical
-//!   detectors are `Error::Unsupported`.
+//!   (not about the source, shifted along u, a fan of π or more) and spherical detectors are
+//!   `Error::Unsupported`.
+//! * **Helical cone beams** (flat detectors and cylinders about the source, at least one turn,
+//!   a pitch factor of at most 1): the circular FDK of the detector with a row window that gives
+//!   every voxel one full turn of views (its derivation, limits and measured errors are in the
+//!   comments of `fbp/helical.rs`); `c` uses `2π` in place of `α`, no Parker weights.
 //! * **Short scans** (fan and cone beams with `α < 2π`): Parker's weights (generalised by
 //!   Wesarg et al. to over-scans; transition width `q`, [`FbpOptions::parker`]) multiply the
 //!   data before the filter, the two measurements of each line adding up to 1, and `c` uses
@@ -82,6 +86,7 @@
 
 mod filter;
 mod gpu_method;
+mod helical;
 mod operator;
 mod setup;
 mod weights;

@@ -83,8 +83,8 @@ impl<T: Scalar> FbpFilter<T> {
     /// geometry: shape `[angles, u(, v)]`, on any device).
     ///
     /// Errors when the space's shape is not the geometry's data shape, when the options are
-    /// invalid, when the geometry is not one FBP handles ([`Error::Unsupported`]: helical and
-    /// general vector geometries), and when a short fan/cone scan covers less than
+    /// invalid, when the geometry is not one FBP handles ([`Error::Unsupported`]: general vector
+    /// geometries, helical scans of less than a turn or with a pitch factor above 1), and when a short fan/cone scan covers less than
     /// `π + fan angle` while Parker weights are on.
     pub fn new(space: Space<T>, geometry: &Geometry, options: &FbpOptions) -> Result<Self> {
         let (setup, mut plan, row) = prepare(&space, geometry, options, false)?;

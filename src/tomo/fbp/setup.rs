@@ -57,6 +57,9 @@ pub(crate) struct Setup {
     /// Each view's rotation angle from the start of the angle interval.
     pub betas: Vec<f64>,
     pub source: Source,
+    /// A helical scan: the source's shift along the rotation axis per radian (`None` for a
+    /// circular scan).
+    pub helix: Option<f64>,
 }
 
 fn dot(a: [f64; 3], b: [f64; 3]) -> f64 {
@@ -80,10 +83,28 @@ fn unit(a: [f64; 3]) -> [f64; 3] {
     a.map(|x| x / n)
 }
 
+/// The source's shift along the axis per radian of a scan whose source heights are `height(k)`
+/// at the angles `betas` (from the first view to the last; 0 for one view or a circular scan);
+/// the caller checks every view against it.
+fn helix_of(betas: &[f64], height: impl Fn(usize) -> f64) -> f64 {
+    let last = betas.len().saturating_sub(1);
+    let span = betas[last] - betas[0];
+    if last == 0 || span == 0.0 {
+        return 0.0;
+    }
+    let pitch = (height(last) - height(0)) / span;
+    // Rounding of a circular scan's heights is no helix.
+    if pitch.abs() * span <= 1e-12 * (1.0 + height(0).abs()) {
+        0.0
+    } else {
+        pitch
+    }
+}
+
 fn unsupported(what: &str) -> Error {
     Error::Unsupported(format!(
-        "FBP needs a circular scan with uniformly spaced angles and a flat detector that turns \
-         with it (parallel_2d, fan_flat, parallel_3d, cone_flat with pitch 0): {what}"
+        "FBP needs a circular or helical scan with uniformly spaced angles and a detector that \
+         turns with it (parallel_2d, fan_flat, parallel_3d, cone_flat): {what}"
     ))
 }
 
@@ -102,7 +123,8 @@ struct PointView {
 impl Setup {
     /// Analyses `geometry`. Errors with [`Error::Unsupported`] for geometries FBP cannot
     /// handle (views given as vectors that do not form a circular scan matching the angle
-    /// partition, helical scans, tilted detectors).
+    /// partition, helical scans whose source does not shift uniformly along the axis, tilted
+    /// detectors).
     pub(crate) fn new(geometry: &Geometry) -> Result<Self> {
         let g = geometry.vec();
         match g.detector() {
@@ -185,6 +207,7 @@ impl Setup {
             }
         }
         let axis = axis.map(|x| sense * x);
+        let mut helix = None;
         let source = match g.beam() {
             Beam::Parallel => {
                 for (v, n) in views.iter().zip(&normals) {
@@ -228,22 +251,24 @@ impl Setup {
                     ));
                 }
                 let scale = p0.d + p0.r;
-                for (v, n) in views.iter().zip(&normals) {
+                let pitch = helix_of(&betas, |k| place(&views[k], normals[k]).height);
+                for (k, (v, n)) in views.iter().zip(&normals).enumerate() {
                     let p = place(v, *n);
                     let same = |a: f64, b: f64| (a - b).abs() <= 1e-6 * scale;
                     if !(same(p.d, p0.d)
                         && same(p.u0, p0.u0)
                         && same(p.v0, p0.v0)
                         && same(p.r, p0.r)
-                        && same(p.height, p0.height)
+                        && same(p.height, p0.height + pitch * (betas[k] - betas[0]))
                         && (p.su - p0.su).abs() < tol)
                     {
                         return Err(unsupported(
-                            "the source or detector moves other than by rotation (helical or \
-                             general vector geometry)",
+                            "the source or detector moves other than by rotation and a \
+                             uniform shift along the axis (general vector geometry)",
                         ));
                     }
                 }
+                helix = (pitch != 0.0).then_some(pitch);
                 let su = p0.su.signum();
                 let u = (0..nu)
                     .map(|i| su * (p0.u0 + (i as f64 - 0.5 * (nu as f64 - 1.0)) * du))
@@ -269,6 +294,7 @@ impl Setup {
             alen,
             betas,
             source,
+            helix,
         })
     }
 
@@ -335,10 +361,16 @@ impl Setup {
         let gamma_c = signed(central[0], across(sub(v0.det_center, v0.src)));
         let su = dot(axis, cross(central[0], unit(v0.det_u))).signum();
         let h0 = dot(sub(v0.det_center, v0.src), ez);
+        let pitch = if ndim == 3 {
+            helix_of(&betas, |k| sense * dot(views[k].src, ez))
+        } else {
+            0.0
+        };
         for (k, (v, e)) in views.iter().zip(&central).enumerate() {
             let w = across(sub(v.det_center, v.src));
             if (norm(across(v.src)) - r).abs() > tol * r
-                || (dot(v.src, ez) - src_height).abs() > tol * r
+                || (sense * (dot(v.src, ez) - src_height) - pitch * (betas[k] - betas[0])).abs()
+                    > tol * r
                 || (dot(sub(v.det_center, v.src), ez) - h0).abs() > tol * r
                 || (ndim == 3 && dot(unit(v.det_v), ez) < 1.0 - tol)
                 || (norm(w) - radius).abs() > tol * radius
@@ -373,6 +405,7 @@ impl Setup {
                 central,
                 height,
             },
+            helix: (pitch != 0.0).then_some(pitch),
         })
     }
 

@@ -2,6 +2,7 @@
 
 use std::f64::consts::PI;
 
+use super::helical::row_window;
 use super::setup::{Setup, Source};
 use crate::{Error, Result};
 
@@ -42,7 +43,7 @@ impl Weights {
 }
 
 /// The smooth step of Parker weights: 0 below `−½`, `sin²(π/2 (b + ½))` in between, 1 above `½`.
-fn smooth_step(b: f64) -> f64 {
+pub(super) fn smooth_step(b: f64) -> f64 {
     if b <= -0.5 {
         0.0
     } else if b >= 0.5 {
@@ -175,6 +176,30 @@ pub(crate) fn fbp_plan(setup: &Setup, parker_q: Option<f64>, exact_fan: bool) ->
         for &vj in v {
             cos.push(d / (d * d + ui * ui + vj * vj).sqrt());
         }
+    }
+    if let Some(pitch) = setup.helix {
+        // Helical FDK: every voxel's rows weighted to one full turn.
+        let dv = if v.len() > 1 { v[1] - v[0] } else { 0.0 };
+        let window = row_window(v, dv.abs(), r, d, pitch, alen)?;
+        let before: Vec<f64> = cos
+            .iter()
+            .enumerate()
+            .map(|(k, c)| c * window[k % nv])
+            .collect();
+        return Ok(FbpPlan {
+            scale: r / (d * 4.0 * PI),
+            terms: vec![Term {
+                before: Weights {
+                    uv: Some(before),
+                    au: None,
+                },
+                after: Weights {
+                    uv: Some(cos),
+                    au: None,
+                },
+            }],
+            fan_radius: None,
+        });
     }
     let parker_w = match parker_q {
         Some(q) if !setup.full_turn() => {
@@ -336,16 +361,33 @@ fn cylinder_plan(
     h: &[f64],
     parker_q: Option<f64>,
 ) -> Result<FbpPlan> {
+    // Helical: every voxel's rows weighted to one full turn (no Parker weights).
+    let window = match setup.helix {
+        Some(pitch) => {
+            let dh = if h.len() > 1 { h[1] - h[0] } else { 0.0 };
+            Some(row_window(h, dh.abs(), r, d, pitch, setup.alen)?)
+        }
+        None => None,
+    };
     let parker_w = match parker_q {
-        Some(q) if !setup.full_turn() => Some(parker(&setup.betas, gamma, setup.alen, q)?),
+        Some(q) if !setup.full_turn() && window.is_none() => {
+            Some(parker(&setup.betas, gamma, setup.alen, q)?)
+        }
         _ => None,
     };
-    let turns = if parker_w.is_some() { PI } else { setup.alen };
+    let turns = if parker_w.is_some() {
+        PI
+    } else if window.is_some() {
+        2.0 * PI
+    } else {
+        setup.alen
+    };
     let (mut before, mut after) = (Vec::new(), Vec::new());
     for g in gamma {
-        for hj in h {
+        for (j, hj) in h.iter().enumerate() {
             let len = (d * d + hj * hj).sqrt();
-            before.push(r * g.cos() * d / len);
+            let w = window.as_ref().map_or(1.0, |w| w[j]);
+            before.push(r * g.cos() * d / len * w);
             after.push(1.0 / len);
         }
     }
