@@ -45,10 +45,14 @@
 #![allow(dead_code)]
 
 mod borrowed;
+mod compile;
 mod context;
 mod driver_error;
 mod ops;
 mod pointwise;
+mod pool;
+mod probe;
+mod staging;
 mod tensor;
 
 pub(crate) use borrowed::lasting;
