@@ -9,6 +9,7 @@ use cudarc::driver::sys::{self, CUfunction_attribute};
 use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg};
 
 use super::geometry::{Beam, Detector, VecGeometry};
+use super::gpu_interface::GpuRay;
 use super::grid::Grid;
 use crate::backend::cuda::{device_ctx, driver_err, DeviceCtx, DeviceTensor, KernelSource};
 use crate::{Error, Result};
@@ -124,21 +125,6 @@ impl Drop for CudaRay {
 }
 
 impl CudaRay {
-    /// Uploads the per-view vectors to GPU `id` and compiles the kernels (once per device).
-    pub(crate) fn new(id: usize, geom: &VecGeometry, grid: &Grid) -> Result<Self> {
-        let mut ray = Self::piece(id, geom, 0..geom.num_views(), grid, 0, 0..grid.shape[0])?;
-        let short = |n: i64| n < 32768; // plane indices packed in 16 bits
-        if ray.params.ndim == 2
-            && ray.params.parallel == 1
-            && ray.fits_i32()
-            && short(ray.params.shape[0])
-            && short(ray.params.shape[1])
-        {
-            ray.tables2 = Some(ray.setup_tables2()?);
-        }
-        Ok(ray)
-    }
-
     /// The transform of the views `views` of `geom` on the cells `slab` along `axis` of `grid`
     /// (the whole range along the other axes), for one piece of a split transform: its data
     /// are the rows of those views, its volume the slab's own C-order buffer (shape `slab.len()`
@@ -239,13 +225,6 @@ impl CudaRay {
             unseen: band.is_empty(),
             deterministic: false,
         })
-    }
-
-    /// Makes every forward and transpose bitwise reproducible from run to run (`on`), or lets
-    /// them add partial sums with float atomics (the default, faster): see
-    /// [`Self::forward`] and [`Self::transpose`].
-    pub(crate) fn set_deterministic(&mut self, on: bool) {
-        self.deterministic = on;
     }
 
     /// Sets every ray of a 2D parallel beam up once on the device (`joseph_setup2_f32`) for
@@ -767,133 +746,6 @@ impl CudaRay {
         Ok(())
     }
 
-    /// The most entries [`Self::forward_batch`] and [`Self::transpose_batch`] take in one
-    /// launch sequence: 1 unless the volume is whole with 32-bit indices and the geometry 2D
-    /// (then limited by the launch grids of the batched forward) or 3D with at least
-    /// [`CHUNK_ROWS`] detector rows (the chunked kernels' batch axis: [`BATCH3_MAX`]).
-    pub(crate) fn max_batch(&self) -> usize {
-        // Deterministic: batches only where the transpose gathers (2D parallel beams' tables);
-        // the batched scattering kernels add with float atomics.
-        if !self.fits_i32()
-            || (self.deterministic && self.tables2.is_none())
-            || self.params.lo != [0; 3]
-            || (self.params.row0, self.params.rows) != (0, self.params.nv)
-        {
-            return 1;
-        }
-        if self.params.ndim == 3 {
-            // The chunked kernels take a batch axis (grid-stride over the entries' threads).
-            return if self.params.nv as usize >= CHUNK_ROWS {
-                BATCH3_MAX
-            } else {
-                1
-            };
-        }
-        let p = &self.params;
-        let n_max = p.shape[0].max(p.shape[1]).max(1) as u64;
-        let zsegs = n_max
-            .div_ceil(slab::SEGLEN as u64)
-            .div_ceil(slab::SEGS_PER_BLOCK as u64)
-            .max(1);
-        if (p.nu as u64).div_ceil(u64::from(slab::THREADS) / slab::VGROUP as u64) > 65535 {
-            return 1;
-        }
-        (65535 / zsegs).max(1) as usize
-    }
-
-    /// `sino[b] = A vol[b]` for `batch` entries stored one after the other in `vol` and `sino`,
-    /// in one launch (2D geometries, and 3D ones with at least [`CHUNK_ROWS`] detector rows;
-    /// `batch ≤` [`Self::max_batch`]); otherwise only
-    /// `batch == 1`, as [`Self::forward`].
-    pub(crate) fn forward_batch(
-        &self,
-        vol: &DeviceTensor<f32>,
-        sino: &mut DeviceTensor<f32>,
-        batch: usize,
-    ) -> Result<()> {
-        if batch == 1 {
-            return self.forward(vol, sino);
-        }
-        self.check_batch(batch, vol.slice().len(), sino.slice().len())?;
-        let stream = &self.ctx.stream();
-        let (v, _v) = vol.slice().device_ptr(stream);
-        let (s, _s) = sino.slice_mut().device_ptr_mut(stream);
-        // The tensors hold `batch` volumes and data of this geometry (checked above) and stay
-        // borrowed while the kernel is queued on the device's stream.
-        if self.params.ndim == 3 {
-            // max_batch > 1: the chunked forward (nv ≥ CHUNK_ROWS), entries one after the other.
-            self.zero(s, self.rays() * batch, "clearing the sinograms")?;
-            let threads = self.chunked_rays() * self.segments(FORWARD_SEGMENT_PLANES) * batch;
-            let name = "joseph_forward3_chunkseg_batch_f32";
-            let entries = batch as i32; // ≤ BATCH3_MAX (check_batch)
-            return self.launch_ordered(name, threads, v, s, &[FORWARD_SEGMENT_PLANES, entries]);
-        }
-        if self.forward2_smem(v, s, batch)? {
-            return Ok(());
-        }
-        Err(Error::Unsupported(format!(
-            "the CUDA ray transform cannot take a batch of {batch} in one launch here"
-        )))
-    }
-
-    /// `vol[b] = Aᵀ sino[b]` for `batch` entries stored one after the other, in one launch
-    /// sequence (2D geometries, and 3D ones with at least [`CHUNK_ROWS`] detector rows through
-    /// `joseph_backward3_profile_batch_f32`; `batch ≤` [`Self::max_batch`]); otherwise only
-    /// `batch == 1`, as [`Self::transpose`]. Other 2D geometries than parallel beams (fan
-    /// beams) scatter every entry's rays in one launch (`joseph_backward_atomic_batch_f32`).
-    /// A 2D parallel-beam batch goes through
-    /// `joseph_backward2_gather_f32`, a pixel per thread and up to eight entries per launch:
-    /// the rays that reach the pixel and their weights are found once for all the entries
-    /// (H200, kernel harness: the learned primal-dual operator at batch 8 in 0.35 ms, 0.82 ms
-    /// with the tile kernel it replaced).
-    pub(crate) fn transpose_batch(
-        &self,
-        sino: &DeviceTensor<f32>,
-        vol: &mut DeviceTensor<f32>,
-        batch: usize,
-    ) -> Result<()> {
-        if batch == 1 {
-            return self.transpose(sino, vol);
-        }
-        self.check_batch(batch, vol.slice().len(), sino.slice().len())?;
-        let stream = &self.ctx.stream();
-        let (s, _s) = sino.slice().device_ptr(stream);
-        let (v, _v) = vol.slice_mut().device_ptr_mut(stream);
-        // The tensors hold `batch` data and volumes of this geometry (checked above) and stay
-        // borrowed while the kernels are queued on the device's stream.
-        if let Some(g) = &self.tables2 {
-            return self.transpose2(s, v, g, batch);
-        }
-        let voxels = self.params.shape.iter().product::<i64>() as usize;
-        self.zero(v, voxels * batch, "clearing the volumes")?;
-        if self.params.ndim == 3 {
-            // max_batch > 1: the profile transpose (nv ≥ CHUNK_ROWS), entries one after the other.
-            let threads = self.chunked_rays() * self.segments(SEGMENT_PLANES) * batch;
-            let name = "joseph_backward3_profile_batch_f32";
-            let entries = batch as i32; // ≤ BATCH3_MAX (check_batch)
-            return self.launch_ordered(name, threads, s, v, &[SEGMENT_PLANES, entries]);
-        }
-        // Other 2D geometries (fan beams): one thread per ray and entry, scattering into the
-        // zeroed volumes.
-        let name = "joseph_backward_atomic_batch_f32";
-        let f = self.ctx.function(&RAY, name)?;
-        let count = self.params.nviews;
-        let entries = i32::try_from(batch)
-            .map_err(|_| Error::invalid(format!("a batch of {batch} entries")))?;
-        let mut b = stream.launch_builder(&f);
-        b.arg(&s)
-            .arg(&v)
-            .arg(&self.views)
-            .arg(&self.params)
-            .arg(&count)
-            .arg(&entries);
-        // SAFETY: the signature is (const float* sino, float* vol, const double* views,
-        // RayParams, int count, int batch), a grid-stride loop over batch × rays with 64-bit
-        // indices; the buffers hold `batch` data and volumes of this geometry (checked above).
-        unsafe { b.launch(self.ctx.launch_cfg(self.rays() * batch)) }.map_err(driver_err(name))?;
-        Ok(())
-    }
-
     /// Errors unless `batch` entries fit one launch and the buffers hold `batch` volumes and
     /// sinograms of this geometry.
     fn check_batch(&self, batch: usize, vol_len: usize, sino_len: usize) -> Result<()> {
@@ -1111,6 +963,157 @@ impl CudaRay {
                 self.sum_parts(*at, dst, entries as usize * voxels, split as usize, false)?;
             }
         }
+        Ok(())
+    }
+}
+
+impl GpuRay for CudaRay {
+    /// Uploads the per-view vectors to GPU `id` and compiles the kernels (once per device).
+    fn new(id: usize, geom: &VecGeometry, grid: &Grid) -> Result<Self> {
+        let mut ray = Self::piece(id, geom, 0..geom.num_views(), grid, 0, 0..grid.shape[0])?;
+        let short = |n: i64| n < 32768; // plane indices packed in 16 bits
+        if ray.params.ndim == 2
+            && ray.params.parallel == 1
+            && ray.fits_i32()
+            && short(ray.params.shape[0])
+            && short(ray.params.shape[1])
+        {
+            ray.tables2 = Some(ray.setup_tables2()?);
+        }
+        Ok(ray)
+    }
+
+    /// Makes every forward and transpose bitwise reproducible from run to run (`on`), or lets
+    /// them add partial sums with float atomics (the default, faster): see
+    /// [`Self::forward`] and [`Self::transpose`].
+    fn set_deterministic(&mut self, on: bool) {
+        self.deterministic = on;
+    }
+
+    /// The most entries [`Self::forward_batch`] and [`Self::transpose_batch`] take in one
+    /// launch sequence: 1 unless the volume is whole with 32-bit indices and the geometry 2D
+    /// (then limited by the launch grids of the batched forward) or 3D with at least
+    /// [`CHUNK_ROWS`] detector rows (the chunked kernels' batch axis: [`BATCH3_MAX`]).
+    fn max_batch(&self) -> usize {
+        // Deterministic: batches only where the transpose gathers (2D parallel beams' tables);
+        // the batched scattering kernels add with float atomics.
+        if !self.fits_i32()
+            || (self.deterministic && self.tables2.is_none())
+            || self.params.lo != [0; 3]
+            || (self.params.row0, self.params.rows) != (0, self.params.nv)
+        {
+            return 1;
+        }
+        if self.params.ndim == 3 {
+            // The chunked kernels take a batch axis (grid-stride over the entries' threads).
+            return if self.params.nv as usize >= CHUNK_ROWS {
+                BATCH3_MAX
+            } else {
+                1
+            };
+        }
+        let p = &self.params;
+        let n_max = p.shape[0].max(p.shape[1]).max(1) as u64;
+        let zsegs = n_max
+            .div_ceil(slab::SEGLEN as u64)
+            .div_ceil(slab::SEGS_PER_BLOCK as u64)
+            .max(1);
+        if (p.nu as u64).div_ceil(u64::from(slab::THREADS) / slab::VGROUP as u64) > 65535 {
+            return 1;
+        }
+        (65535 / zsegs).max(1) as usize
+    }
+
+    /// `sino[b] = A vol[b]` for `batch` entries stored one after the other in `vol` and `sino`,
+    /// in one launch (2D geometries, and 3D ones with at least [`CHUNK_ROWS`] detector rows;
+    /// `batch ≤` [`Self::max_batch`]); otherwise only
+    /// `batch == 1`, as [`Self::forward`].
+    fn forward_batch(
+        &self,
+        vol: &DeviceTensor<f32>,
+        sino: &mut DeviceTensor<f32>,
+        batch: usize,
+    ) -> Result<()> {
+        if batch == 1 {
+            return self.forward(vol, sino);
+        }
+        self.check_batch(batch, vol.slice().len(), sino.slice().len())?;
+        let stream = &self.ctx.stream();
+        let (v, _v) = vol.slice().device_ptr(stream);
+        let (s, _s) = sino.slice_mut().device_ptr_mut(stream);
+        // The tensors hold `batch` volumes and data of this geometry (checked above) and stay
+        // borrowed while the kernel is queued on the device's stream.
+        if self.params.ndim == 3 {
+            // max_batch > 1: the chunked forward (nv ≥ CHUNK_ROWS), entries one after the other.
+            self.zero(s, self.rays() * batch, "clearing the sinograms")?;
+            let threads = self.chunked_rays() * self.segments(FORWARD_SEGMENT_PLANES) * batch;
+            let name = "joseph_forward3_chunkseg_batch_f32";
+            let entries = batch as i32; // ≤ BATCH3_MAX (check_batch)
+            return self.launch_ordered(name, threads, v, s, &[FORWARD_SEGMENT_PLANES, entries]);
+        }
+        if self.forward2_smem(v, s, batch)? {
+            return Ok(());
+        }
+        Err(Error::Unsupported(format!(
+            "the CUDA ray transform cannot take a batch of {batch} in one launch here"
+        )))
+    }
+
+    /// `vol[b] = Aᵀ sino[b]` for `batch` entries stored one after the other, in one launch
+    /// sequence (2D geometries, and 3D ones with at least [`CHUNK_ROWS`] detector rows through
+    /// `joseph_backward3_profile_batch_f32`; `batch ≤` [`Self::max_batch`]); otherwise only
+    /// `batch == 1`, as [`Self::transpose`]. Other 2D geometries than parallel beams (fan
+    /// beams) scatter every entry's rays in one launch (`joseph_backward_atomic_batch_f32`).
+    /// A 2D parallel-beam batch goes through
+    /// `joseph_backward2_gather_f32`, a pixel per thread and up to eight entries per launch:
+    /// the rays that reach the pixel and their weights are found once for all the entries
+    /// (H200, kernel harness: the learned primal-dual operator at batch 8 in 0.35 ms, 0.82 ms
+    /// with the tile kernel it replaced).
+    fn transpose_batch(
+        &self,
+        sino: &DeviceTensor<f32>,
+        vol: &mut DeviceTensor<f32>,
+        batch: usize,
+    ) -> Result<()> {
+        if batch == 1 {
+            return self.transpose(sino, vol);
+        }
+        self.check_batch(batch, vol.slice().len(), sino.slice().len())?;
+        let stream = &self.ctx.stream();
+        let (s, _s) = sino.slice().device_ptr(stream);
+        let (v, _v) = vol.slice_mut().device_ptr_mut(stream);
+        // The tensors hold `batch` data and volumes of this geometry (checked above) and stay
+        // borrowed while the kernels are queued on the device's stream.
+        if let Some(g) = &self.tables2 {
+            return self.transpose2(s, v, g, batch);
+        }
+        let voxels = self.params.shape.iter().product::<i64>() as usize;
+        self.zero(v, voxels * batch, "clearing the volumes")?;
+        if self.params.ndim == 3 {
+            // max_batch > 1: the profile transpose (nv ≥ CHUNK_ROWS), entries one after the other.
+            let threads = self.chunked_rays() * self.segments(SEGMENT_PLANES) * batch;
+            let name = "joseph_backward3_profile_batch_f32";
+            let entries = batch as i32; // ≤ BATCH3_MAX (check_batch)
+            return self.launch_ordered(name, threads, s, v, &[SEGMENT_PLANES, entries]);
+        }
+        // Other 2D geometries (fan beams): one thread per ray and entry, scattering into the
+        // zeroed volumes.
+        let name = "joseph_backward_atomic_batch_f32";
+        let f = self.ctx.function(&RAY, name)?;
+        let count = self.params.nviews;
+        let entries = i32::try_from(batch)
+            .map_err(|_| Error::invalid(format!("a batch of {batch} entries")))?;
+        let mut b = stream.launch_builder(&f);
+        b.arg(&s)
+            .arg(&v)
+            .arg(&self.views)
+            .arg(&self.params)
+            .arg(&count)
+            .arg(&entries);
+        // SAFETY: the signature is (const float* sino, float* vol, const double* views,
+        // RayParams, int count, int batch), a grid-stride loop over batch × rays with 64-bit
+        // indices; the buffers hold `batch` data and volumes of this geometry (checked above).
+        unsafe { b.launch(self.ctx.launch_cfg(self.rays() * batch)) }.map_err(driver_err(name))?;
         Ok(())
     }
 }

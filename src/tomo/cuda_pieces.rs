@@ -33,6 +33,8 @@ use cudarc::driver::{sys, CudaEvent, CudaSlice, CudaStream, DevicePtr};
 
 use super::cuda::CudaRay;
 use super::geometry::VecGeometry;
+use super::gpu_interface::GpuRay;
+use super::gpu_interface::{GpuPieces, In, Out};
 use super::grid::Grid;
 use crate::backend::cuda::{device_ctx, driver_err, par_copy, DeviceCtx, PinnedBuf};
 use crate::{Error, Result};
@@ -163,22 +165,6 @@ impl Runs {
             }
         });
     }
-}
-
-/// Input data of a piecewise call: host memory, or a device address of the runner's GPU.
-pub(crate) enum In<'a> {
-    /// Host memory (copied up piece by piece).
-    Host(&'a [f32]),
-    /// Device memory of the runner's GPU holding all the values (used in place).
-    Device(u64),
-}
-
-/// Output data of a piecewise call.
-pub(crate) enum Out<'a> {
-    /// Host memory (copied down piece by piece).
-    Host(&'a mut [f32]),
-    /// Device memory of the runner's GPU with room for all the values (written in place).
-    Device(u64),
 }
 
 /// A ring of pinned chunks and the events of their last transfers.
@@ -415,83 +401,6 @@ pub(crate) struct PieceRunner {
 }
 
 impl PieceRunner {
-    /// Makes every piece's kernels deterministic ([`CudaRay::set_deterministic`]); the pieces
-    /// run and add up in a fixed order on one stream.
-    pub(crate) fn set_deterministic(&mut self, on: bool) {
-        for r in &mut self.rays {
-            r.set_deterministic(on);
-        }
-    }
-
-    /// The runner of `geom` on `grid` on GPU `id` in the pieces `slabs` (along `axis`) ×
-    /// `groups` (each list covering its axis in order). One piece is the whole transform (with
-    /// its fast 2D transpose).
-    pub(crate) fn new(
-        id: usize,
-        geom: &VecGeometry,
-        grid: &Grid,
-        axis: usize,
-        slabs: Vec<Range<usize>>,
-        groups: Vec<Range<usize>>,
-    ) -> Result<Self> {
-        let covers = |r: &[Range<usize>], n: usize| {
-            !r.is_empty()
-                && r[0].start == 0
-                && r.last().map(|l| l.end) == Some(n)
-                && r.windows(2).all(|w| w[0].end == w[1].start)
-                && r.iter().all(|x| x.start < x.end)
-        };
-        if axis >= geom.ndim()
-            || !covers(&slabs, grid.shape[axis])
-            || !covers(&groups, geom.num_views())
-        {
-            return Err(Error::invalid(format!(
-                "pieces {slabs:?} (along axis {axis}) × {groups:?} do not cover a grid of {:?} \
-                 cells and {} views",
-                &grid.shape[..geom.ndim()],
-                geom.num_views()
-            )));
-        }
-        let ctx = device_ctx(id)?;
-        let mut rays = Vec::with_capacity(slabs.len() * groups.len());
-        if slabs.len() == 1 && groups.len() == 1 {
-            rays.push(CudaRay::new(id, geom, grid)?);
-        } else {
-            for g in &groups {
-                for s in &slabs {
-                    rays.push(CudaRay::piece(id, geom, g.clone(), grid, axis, s.clone())?);
-                }
-            }
-        }
-        let shape = grid.shape;
-        Ok(PieceRunner {
-            ctx,
-            shape,
-            axis,
-            slabs,
-            groups,
-            rays,
-            slice_len: shape.iter().product::<usize>() / shape[axis].max(1),
-            view_len: geom.nu() * geom.nv(),
-            lanes: Mutex::new(None),
-        })
-    }
-
-    /// The axis the slabs lie along.
-    pub(crate) fn axis(&self) -> usize {
-        self.axis
-    }
-
-    /// The slabs along [`Self::axis`].
-    pub(crate) fn slabs(&self) -> &[Range<usize>] {
-        &self.slabs
-    }
-
-    /// The view groups.
-    pub(crate) fn groups(&self) -> &[Range<usize>] {
-        &self.groups
-    }
-
     fn max_slab(&self) -> usize {
         self.slabs.iter().map(|s| s.len()).max().unwrap_or(0) * self.slice_len
     }
@@ -521,26 +430,6 @@ impl PieceRunner {
     /// of adding, and more than one slab adds into the rows).
     fn forward_scratch(&self) -> bool {
         self.slabs.len() > 1 && !self.rays.iter().all(CudaRay::forward_adds)
-    }
-
-    /// The device bytes a call takes beyond device-resident data: the streamed buffers of the
-    /// host-resident sides (two of a kind when the kind has more than one piece), the slab
-    /// buffer of a device-resident volume in strided slabs, and the forward's scratch rows.
-    pub(crate) fn device_bytes(&self, host_volume: bool, host_data: bool, forward: bool) -> u128 {
-        let two = |n: usize| if n > 1 { 2u128 } else { 1 };
-        let mut b = 0u128;
-        if host_volume {
-            b += two(self.slabs.len()) * self.max_slab() as u128;
-        } else if self.strided() {
-            b += self.max_slab() as u128;
-        }
-        if host_data {
-            b += two(self.groups.len()) * self.max_group() as u128;
-        }
-        if forward && self.forward_scratch() {
-            b += self.max_group() as u128;
-        }
-        b * F32 as u128
     }
 
     fn lanes(&self) -> Result<MutexGuard<'_, Option<Lanes>>> {
@@ -578,38 +467,6 @@ impl PieceRunner {
             usize::from(self.strided())
         };
         buffers(&self.ctx, count, self.max_slab())
-    }
-
-    /// `sino = A vol`, piece by piece (see the [module](self)).
-    pub(crate) fn forward(&self, vol: In<'_>, sino: Out<'_>) -> Result<()> {
-        if let In::Host(h) = &vol {
-            self.check_len("a volume", h.len(), self.volume_len())?;
-        }
-        if let Out::Host(h) = &sino {
-            self.check_len("a sinogram", h.len(), self.data_len())?;
-        }
-        self.ctx.bind()?;
-        let mut guard = self.lanes()?;
-        let lanes = guard
-            .as_mut()
-            .ok_or_else(|| Error::Cuda("copy lanes missing".into()))?;
-        let ng = self.groups.len();
-        let host_sino = matches!(sino, Out::Host(_));
-        let slab_bufs = self.slab_buffers(matches!(vol, In::Host(_)))?;
-        let group_bufs = buffers(
-            &self.ctx,
-            if host_sino { ng.min(2) } else { 0 },
-            self.max_group(),
-        )?;
-        let scratch = buffers(
-            &self.ctx,
-            usize::from(self.forward_scratch()),
-            self.max_group(),
-        )?;
-        let r = self.forward_pieces(lanes, vol, sino, &slab_bufs, &group_bufs, &scratch);
-        // No copy may outlive the buffers, whatever happened.
-        let q = lanes.quiesce();
-        r.and(q)
     }
 
     fn forward_pieces(
@@ -737,32 +594,6 @@ impl PieceRunner {
                 .down_ring
                 .download(&lanes.down, addr(&self.ctx, &bufs[buf]), h, runs)
         }
-    }
-
-    /// `vol = Aᵀ sino`, piece by piece (see the [module](self)).
-    pub(crate) fn transpose(&self, sino: In<'_>, vol: Out<'_>) -> Result<()> {
-        if let In::Host(h) = &sino {
-            self.check_len("a sinogram", h.len(), self.data_len())?;
-        }
-        if let Out::Host(h) = &vol {
-            self.check_len("a volume", h.len(), self.volume_len())?;
-        }
-        self.ctx.bind()?;
-        let mut guard = self.lanes()?;
-        let lanes = guard
-            .as_mut()
-            .ok_or_else(|| Error::Cuda("copy lanes missing".into()))?;
-        let ng = self.groups.len();
-        let host_sino = matches!(sino, In::Host(_));
-        let group_bufs = buffers(
-            &self.ctx,
-            if host_sino { ng.min(2) } else { 0 },
-            self.max_group(),
-        )?;
-        let slab_bufs = self.slab_buffers(matches!(vol, Out::Host(_)))?;
-        let r = self.transpose_pieces(lanes, sino, vol, &group_bufs, &slab_bufs);
-        let q = lanes.quiesce();
-        r.and(q)
     }
 
     fn transpose_pieces(
@@ -916,6 +747,163 @@ unsafe fn upload(
     compute
         .wait(&lanes.ready[buf])
         .map_err(driver_err("ordering a kernel after its upload"))
+}
+
+impl GpuPieces for PieceRunner {
+    /// The runner of `geom` on `grid` on GPU `id` in the pieces `slabs` (along `axis`) ×
+    /// `groups` (each list covering its axis in order). One piece is the whole transform (with
+    /// its fast 2D transpose).
+    fn new(
+        id: usize,
+        geom: &VecGeometry,
+        grid: &Grid,
+        axis: usize,
+        slabs: Vec<Range<usize>>,
+        groups: Vec<Range<usize>>,
+    ) -> Result<Self> {
+        let covers = |r: &[Range<usize>], n: usize| {
+            !r.is_empty()
+                && r[0].start == 0
+                && r.last().map(|l| l.end) == Some(n)
+                && r.windows(2).all(|w| w[0].end == w[1].start)
+                && r.iter().all(|x| x.start < x.end)
+        };
+        if axis >= geom.ndim()
+            || !covers(&slabs, grid.shape[axis])
+            || !covers(&groups, geom.num_views())
+        {
+            return Err(Error::invalid(format!(
+                "pieces {slabs:?} (along axis {axis}) × {groups:?} do not cover a grid of {:?} \
+                 cells and {} views",
+                &grid.shape[..geom.ndim()],
+                geom.num_views()
+            )));
+        }
+        let ctx = device_ctx(id)?;
+        let mut rays = Vec::with_capacity(slabs.len() * groups.len());
+        if slabs.len() == 1 && groups.len() == 1 {
+            rays.push(CudaRay::new(id, geom, grid)?);
+        } else {
+            for g in &groups {
+                for s in &slabs {
+                    rays.push(CudaRay::piece(id, geom, g.clone(), grid, axis, s.clone())?);
+                }
+            }
+        }
+        let shape = grid.shape;
+        Ok(PieceRunner {
+            ctx,
+            shape,
+            axis,
+            slabs,
+            groups,
+            rays,
+            slice_len: shape.iter().product::<usize>() / shape[axis].max(1),
+            view_len: geom.nu() * geom.nv(),
+            lanes: Mutex::new(None),
+        })
+    }
+
+    /// Makes every piece's kernels deterministic ([`CudaRay::set_deterministic`]); the pieces
+    /// run and add up in a fixed order on one stream.
+    fn set_deterministic(&mut self, on: bool) {
+        for r in &mut self.rays {
+            r.set_deterministic(on);
+        }
+    }
+
+    /// The axis the slabs lie along.
+    fn axis(&self) -> usize {
+        self.axis
+    }
+
+    /// The slabs along [`Self::axis`].
+    fn slabs(&self) -> &[Range<usize>] {
+        &self.slabs
+    }
+
+    /// The view groups.
+    fn groups(&self) -> &[Range<usize>] {
+        &self.groups
+    }
+
+    /// The device bytes a call takes beyond device-resident data: the streamed buffers of the
+    /// host-resident sides (two of a kind when the kind has more than one piece), the slab
+    /// buffer of a device-resident volume in strided slabs, and the forward's scratch rows.
+    fn device_bytes(&self, host_volume: bool, host_data: bool, forward: bool) -> u128 {
+        let two = |n: usize| if n > 1 { 2u128 } else { 1 };
+        let mut b = 0u128;
+        if host_volume {
+            b += two(self.slabs.len()) * self.max_slab() as u128;
+        } else if self.strided() {
+            b += self.max_slab() as u128;
+        }
+        if host_data {
+            b += two(self.groups.len()) * self.max_group() as u128;
+        }
+        if forward && self.forward_scratch() {
+            b += self.max_group() as u128;
+        }
+        b * F32 as u128
+    }
+
+    /// `sino = A vol`, piece by piece (see the [module](self)).
+    fn forward(&self, vol: In<'_>, sino: Out<'_>) -> Result<()> {
+        if let In::Host(h) = &vol {
+            self.check_len("a volume", h.len(), self.volume_len())?;
+        }
+        if let Out::Host(h) = &sino {
+            self.check_len("a sinogram", h.len(), self.data_len())?;
+        }
+        self.ctx.bind()?;
+        let mut guard = self.lanes()?;
+        let lanes = guard
+            .as_mut()
+            .ok_or_else(|| Error::Cuda("copy lanes missing".into()))?;
+        let ng = self.groups.len();
+        let host_sino = matches!(sino, Out::Host(_));
+        let slab_bufs = self.slab_buffers(matches!(vol, In::Host(_)))?;
+        let group_bufs = buffers(
+            &self.ctx,
+            if host_sino { ng.min(2) } else { 0 },
+            self.max_group(),
+        )?;
+        let scratch = buffers(
+            &self.ctx,
+            usize::from(self.forward_scratch()),
+            self.max_group(),
+        )?;
+        let r = self.forward_pieces(lanes, vol, sino, &slab_bufs, &group_bufs, &scratch);
+        // No copy may outlive the buffers, whatever happened.
+        let q = lanes.quiesce();
+        r.and(q)
+    }
+
+    /// `vol = Aᵀ sino`, piece by piece (see the [module](self)).
+    fn transpose(&self, sino: In<'_>, vol: Out<'_>) -> Result<()> {
+        if let In::Host(h) = &sino {
+            self.check_len("a sinogram", h.len(), self.data_len())?;
+        }
+        if let Out::Host(h) = &vol {
+            self.check_len("a volume", h.len(), self.volume_len())?;
+        }
+        self.ctx.bind()?;
+        let mut guard = self.lanes()?;
+        let lanes = guard
+            .as_mut()
+            .ok_or_else(|| Error::Cuda("copy lanes missing".into()))?;
+        let ng = self.groups.len();
+        let host_sino = matches!(sino, In::Host(_));
+        let group_bufs = buffers(
+            &self.ctx,
+            if host_sino { ng.min(2) } else { 0 },
+            self.max_group(),
+        )?;
+        let slab_bufs = self.slab_buffers(matches!(vol, Out::Host(_)))?;
+        let r = self.transpose_pieces(lanes, sino, vol, &group_bufs, &slab_bufs);
+        let q = lanes.quiesce();
+        r.and(q)
+    }
 }
 
 #[cfg(test)]

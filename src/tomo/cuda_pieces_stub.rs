@@ -5,39 +5,19 @@ use std::convert::Infallible;
 use std::ops::Range;
 
 use super::geometry::VecGeometry;
+use super::gpu_interface::{GpuPieces, In, Out};
 use super::grid::Grid;
 use crate::backend::cuda::unavailable;
 use crate::Result;
 
-/// Input data of a piecewise call.
-#[allow(dead_code)] // read by the CUDA build's runner
-pub(crate) enum In<'a> {
-    /// Host memory.
-    Host(&'a [f32]),
-    /// Device memory.
-    Device(u64),
-}
-
-/// Output data of a piecewise call.
-#[allow(dead_code)] // read by the CUDA build's runner
-pub(crate) enum Out<'a> {
-    /// Host memory.
-    Host(&'a mut [f32]),
-    /// Device memory.
-    Device(u64),
-}
-
 /// The ray transform in pieces; uninhabited without `cuda`.
 pub(crate) struct PieceRunner(Infallible);
 
-impl PieceRunner {
-    /// Deterministic kernels on or off.
-    pub(crate) fn set_deterministic(&mut self, _on: bool) {
-        match self.0 {}
-    }
+impl PieceRunner {}
 
+impl GpuPieces for PieceRunner {
     /// Always an error without the `cuda` feature.
-    pub(crate) fn new(
+    fn new(
         _id: usize,
         _geom: &VecGeometry,
         _grid: &Grid,
@@ -48,38 +28,38 @@ impl PieceRunner {
         Err(unavailable())
     }
 
+    /// Deterministic kernels on or off.
+    fn set_deterministic(&mut self, _on: bool) {
+        match self.0 {}
+    }
+
     /// The axis the slabs lie along.
-    pub(crate) fn axis(&self) -> usize {
+    fn axis(&self) -> usize {
         match self.0 {}
     }
 
     /// The slabs along [`Self::axis`].
-    pub(crate) fn slabs(&self) -> &[Range<usize>] {
+    fn slabs(&self) -> &[Range<usize>] {
         match self.0 {}
     }
 
     /// The view groups.
-    pub(crate) fn groups(&self) -> &[Range<usize>] {
+    fn groups(&self) -> &[Range<usize>] {
         match self.0 {}
     }
 
     /// The device bytes a call takes beyond device-resident data.
-    pub(crate) fn device_bytes(
-        &self,
-        _host_volume: bool,
-        _host_data: bool,
-        _forward: bool,
-    ) -> u128 {
+    fn device_bytes(&self, _host_volume: bool, _host_data: bool, _forward: bool) -> u128 {
         match self.0 {}
     }
 
     /// `sino = A vol`.
-    pub(crate) fn forward(&self, _vol: In<'_>, _sino: Out<'_>) -> Result<()> {
+    fn forward(&self, _vol: In<'_>, _sino: Out<'_>) -> Result<()> {
         match self.0 {}
     }
 
     /// `vol = Aᵀ sino`.
-    pub(crate) fn transpose(&self, _sino: In<'_>, _vol: Out<'_>) -> Result<()> {
+    fn transpose(&self, _sino: In<'_>, _vol: Out<'_>) -> Result<()> {
         match self.0 {}
     }
 }

@@ -6,6 +6,7 @@
 use std::convert::Infallible;
 
 use super::geometry::VecGeometry;
+use super::gpu_interface::GpuRay;
 use super::grid::Grid;
 use crate::backend::cuda::{unavailable, DeviceTensor};
 use crate::Result;
@@ -18,24 +19,26 @@ pub(crate) const FORWARD_SEGMENT_PLANES: i32 = 128;
 /// Device-resident geometry of one ray transform on one GPU; uninhabited without `cuda`.
 pub(crate) struct CudaRay(Infallible);
 
-impl CudaRay {
+impl CudaRay {}
+
+impl GpuRay for CudaRay {
     /// Always an error without the `cuda` feature.
-    pub(crate) fn new(_id: usize, _geom: &VecGeometry, _grid: &Grid) -> Result<Self> {
+    fn new(_id: usize, _geom: &VecGeometry, _grid: &Grid) -> Result<Self> {
         Err(unavailable())
     }
 
     /// Deterministic kernels on or off.
-    pub(crate) fn set_deterministic(&mut self, _on: bool) {
+    fn set_deterministic(&mut self, _on: bool) {
         match self.0 {}
     }
 
     /// The most entries of a batch in one launch sequence.
-    pub(crate) fn max_batch(&self) -> usize {
+    fn max_batch(&self) -> usize {
         match self.0 {}
     }
 
     /// `sino[b] = A vol[b]` on the device for a batch.
-    pub(crate) fn forward_batch(
+    fn forward_batch(
         &self,
         _vol: &DeviceTensor<f32>,
         _sino: &mut DeviceTensor<f32>,
@@ -45,7 +48,7 @@ impl CudaRay {
     }
 
     /// `vol[b] = Aᵀ sino[b]` on the device for a batch.
-    pub(crate) fn transpose_batch(
+    fn transpose_batch(
         &self,
         _sino: &DeviceTensor<f32>,
         _vol: &mut DeviceTensor<f32>,

@@ -16,6 +16,7 @@ mod cuda_pieces;
 mod cuda_pieces;
 pub mod fbp;
 pub mod geometry;
+mod gpu_interface;
 mod grid;
 mod multi_device;
 pub mod phantom;

@@ -14,6 +14,7 @@ use cudarc::driver::{CudaSlice, DeviceRepr, LaunchConfig, PushKernelArg};
 
 use super::cufft::{self, FftFilter};
 use super::filter::RowFilter;
+use super::gpu_filter::GpuFbpFilter;
 use super::gpu_method::GpuFilterMethod;
 use super::setup::Setup;
 use super::weights::Weights;
@@ -72,11 +73,13 @@ impl Drop for GpuFilter {
     }
 }
 
-impl GpuFilter {
+impl GpuFilter {}
+
+impl GpuFbpFilter for GpuFilter {
     /// Uploads the weights to GPU `id` and sets up the convolution for data of `T`: cuFFT plans,
     /// scratch and the frequency response of `row`, or the taps of `row` where cuFFT is not used
     /// ([`cufft::method`]); compiles the kernels.
-    pub(crate) fn new<T: Scalar>(
+    fn new<T: Scalar>(
         id: usize,
         row: &RowFilter,
         setup: &Setup,
@@ -135,7 +138,7 @@ impl GpuFilter {
     }
 
     /// The method the convolution uses.
-    pub(crate) fn method(&self) -> GpuFilterMethod {
+    fn method(&self) -> GpuFilterMethod {
         match self.method {
             Method::Fft(_) => GpuFilterMethod::Fft,
             Method::Direct(_) => GpuFilterMethod::DirectConvolution,
@@ -143,13 +146,13 @@ impl GpuFilter {
     }
 
     /// The device ordinal.
-    pub(crate) fn device(&self) -> usize {
+    fn device(&self) -> usize {
         self.ctx.id()
     }
 
     /// `y = filter(x)` (or its adjoint) on the device, for `entries` data one after the other
     /// in `x` and `y`: the rows of all entries in one sequence of launches.
-    pub(crate) fn apply<T: Scalar>(
+    fn apply<T: Scalar>(
         &self,
         x: &DeviceTensor<T>,
         y: &mut DeviceTensor<T>,

@@ -5,6 +5,7 @@
 use std::convert::Infallible;
 
 use super::filter::RowFilter;
+use super::gpu_filter::GpuFbpFilter;
 use super::gpu_method::GpuFilterMethod;
 use super::setup::Setup;
 use super::weights::Weights;
@@ -14,10 +15,12 @@ use crate::{Result, Scalar};
 /// The filter's taps and weights on one GPU; uninhabited without `cuda`.
 pub(crate) struct GpuFilter(Infallible);
 
-impl GpuFilter {
+impl GpuFilter {}
+
+impl GpuFbpFilter for GpuFilter {
     /// Always an error without the `cuda` feature.
     #[allow(clippy::extra_unused_type_parameters)]
-    pub(crate) fn new<T: Scalar>(
+    fn new<T: Scalar>(
         _id: usize,
         _row: &RowFilter,
         _setup: &Setup,
@@ -28,17 +31,17 @@ impl GpuFilter {
     }
 
     /// The method the convolution uses.
-    pub(crate) fn method(&self) -> GpuFilterMethod {
+    fn method(&self) -> GpuFilterMethod {
         match self.0 {}
     }
 
     /// The device ordinal.
-    pub(crate) fn device(&self) -> usize {
+    fn device(&self) -> usize {
         match self.0 {}
     }
 
     /// `y = filter(x)` (or its adjoint) on the device, for `entries` data one after the other.
-    pub(crate) fn apply<T: Scalar>(
+    fn apply<T: Scalar>(
         &self,
         _x: &DeviceTensor<T>,
         _y: &mut DeviceTensor<T>,

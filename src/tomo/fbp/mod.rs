@@ -85,6 +85,7 @@
 //! ```
 
 mod filter;
+mod gpu_filter;
 mod gpu_method;
 mod helical;
 mod operator;

@@ -6,6 +6,7 @@ use rayon::prelude::*;
 
 use super::cuda::GpuFilter;
 use super::filter::RowFilter;
+use super::gpu_filter::GpuFbpFilter;
 use super::setup::Setup;
 use super::weights::{fbp_plan, FbpPlan, Term, Weights};
 use super::FbpOptions;

@@ -18,8 +18,9 @@ use crate::backend::cuda::DeviceTensorOf;
 use crate::storage::Storage;
 use crate::tomo::backend::{CudaOptions, PieceLayout};
 use crate::tomo::cuda::{CudaRay, FORWARD_SEGMENT_PLANES};
-use crate::tomo::cuda_pieces::{In, Out, PieceRunner};
+use crate::tomo::cuda_pieces::PieceRunner;
 use crate::tomo::geometry::VecGeometry;
+use crate::tomo::gpu_interface::{GpuPieces, GpuRay, In, Out};
 use crate::tomo::grid::Grid;
 use crate::tomo::split::{
     align, candidate_counts, even_plan, plan, Piece, SplitPlan, SplitProblem,
