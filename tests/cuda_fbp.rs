@@ -85,6 +85,34 @@ fn geometries() -> Vec<(&'static str, Geometry)> {
             )
             .unwrap(),
         ),
+        // Helical FDK: two turns, pitch factor 0.5, flat and cylindrical.
+        (
+            "helical cone",
+            Geometry::cone_flat(
+                &part(-2.0 * PI, 2.0 * PI, 60),
+                &UniformPartition::new(&[-2.5, -1.5], &[2.5, 1.5], &[40, 30]).unwrap(),
+                4.0,
+                2.0,
+                1.0,
+                [0.0, 0.0, 1.0],
+                [0.0, 0.0],
+            )
+            .unwrap(),
+        ),
+        (
+            "helical cylindrical",
+            Geometry::cone_curved(
+                &part(-2.0 * PI, 2.0 * PI, 60),
+                &UniformPartition::new(&[-0.5, -1.5], &[0.5, 1.5], &[40, 30]).unwrap(),
+                4.0,
+                2.0,
+                [Some(6.0), None],
+                1.0,
+                [0.0, 0.0, 1.0],
+                [0.0, 0.0],
+            )
+            .unwrap(),
+        ),
     ]
 }
 
