@@ -80,9 +80,11 @@
 //! # Ok::<(), rodl::Error>(())
 //! ```
 
+mod fan;
 mod filter;
 mod gpu_method;
 mod operator;
+mod quadrature;
 mod setup;
 mod weights;
 
@@ -308,18 +310,14 @@ pub fn fbp_op_views<T: Scalar>(
     let nu = setup.nu;
     let setup = setup.views(&views);
     let backward = ray_trafo.adjoint()?;
-    let filter = |term: weights::Term| -> Result<LinOp<T>> {
+    let make_filter = |term: weights::Term| -> Result<FbpFilter<T>> {
         let term = weights::Term {
             before: term.before.views(&views, nu),
             after: term.after.views(&views, nu),
         };
-        Ok(Arc::new(FbpFilter::from_term(
-            data.clone(),
-            Arc::clone(&row),
-            &setup,
-            term,
-        )?))
+        FbpFilter::from_term(data.clone(), Arc::clone(&row), &setup, term)
     };
+    let filter = |term: weights::Term| -> Result<LinOp<T>> { Ok(Arc::new(make_filter(term)?)) };
     let Some(r) = plan.fan_radius else {
         let mut terms = plan.terms;
         return backward.compose(&filter(terms.swap_remove(0))?);
@@ -337,6 +335,26 @@ pub fn fbp_op_views<T: Scalar>(
         })?;
         Ok(Arc::new(MultiplyOperator::new(volume.clone(), f)?))
     };
+    // The fast form: one filter, one weighted back-projection (a CPU ray transform with the
+    // kernel; `fan::FanFbp`), with the terms' post-weights.
+    let fast = match ray_trafo
+        .as_any()
+        .and_then(|a| a.downcast_ref::<RayTransform<T>>())
+    {
+        Some(ray) if ray.has_weighted_transpose() && plan.terms.len() == 3 => {
+            let posts: Vec<weights::Weights> = plan
+                .terms
+                .iter()
+                .map(|t| t.after.views(&views, nu))
+                .collect();
+            let pre = make_filter(weights::Term {
+                before: plan.terms[0].before.clone(),
+                after: weights::Weights::default(),
+            })?;
+            Some((ray.shared(), posts, pre))
+        }
+        _ => None,
+    };
     let mut sum: Option<LinOp<T>> = None;
     for (k, term) in plan.terms.into_iter().enumerate() {
         let part = factor(k.checked_sub(1))?
@@ -347,5 +365,16 @@ pub fn fbp_op_views<T: Scalar>(
             Some(s) => s.plus(&part)?,
         });
     }
-    sum.ok_or_else(|| Error::invalid("empty FBP plan"))
+    let exact = sum.ok_or_else(|| Error::invalid("empty FBP plan"))?;
+    let Some((ray, posts, pre)) = fast else {
+        return Ok(exact);
+    };
+    let fast = fan::FanFbp::new(
+        &ray,
+        pre,
+        [&posts[0], &posts[1], &posts[2]],
+        r,
+        Arc::clone(&exact),
+    )?;
+    Ok(fan::fast_or_exact(fast, exact))
 }
