@@ -42,7 +42,11 @@
 //!   [`fbp_op`] is the exact sum of three back-projections,
 //!   `(A* F₀ y − x₁ A* F₁ y − x₂ A* F₂ y) / (R² − |x|²)`, with `W₁ = cos γ` and
 //!   `W₂ = R² (2 cos γ − sec γ)`, `R e_c,₁(β) sec γ`, `R e_c,₂(β) sec γ` and `c = 1/(2α)`
-//!   (zero outside the source circle). The single filter of [`fbp_filter_op`] /
+//!   (zero outside the source circle). The three filters share `W₁` and the ramp, so on the
+//!   CPU (`f32` with AVX2) it runs as one filter pass and one back-projection whose taps
+//!   carry the weight `W₂,₀ − x₁ W₂,₁ − x₂ W₂,₂` at each voxel's centre, then one division by
+//!   `R² − |x|²`: the same operator (equal to the sum to rounding, about 2·10⁻⁷ relative) at
+//!   about the cost of one back-projection; elsewhere it is the sum. The single filter of [`fbp_filter_op`] /
 //!   [`FbpFilter`] takes one factor `1/U` at the centre instead (`W₁ = sec γ`, `W₂ = cos γ`,
 //!   so that the two measurements of each line add up right): `A* F` is then a good
 //!   approximation for full turns (errors of order `(|x|/R)²`), not for short scans.
@@ -61,6 +65,16 @@
 //!   the axis), so `A* F` is the cylindrical FDK with its `1/L_p²`. Other arcs and cylinders
 //!   (not about the source, shifted along u, helical, a fan of π or more) and spherical
 //!   detectors are `Error::Unsupported`.
+//! * **Views at other angles than the angle partition's** (non-uniform or random angles,
+//!   subsets, views given as vectors, as `from_odl` converts them): the views' angles come
+//!   from their vectors and each view is weighted by its share of the angular range over the
+//!   partition's cell (half the distance to each neighbour; periodic when the partition covers
+//!   a full turn, `π` for parallel beams, whose angles are taken modulo `π`; a shorter range is
+//!   a short scan starting after the largest gap between the views). ODL's `fbp_op` does not
+//!   weight them. A uniform scan given as vectors reconstructs as the uniform one, to rounding.
+//!   Short fan and cone scans given as vectors need their angle range in the data partition
+//!   ([`Geometry::from_vec_on`](crate::tomo::Geometry::from_vec_on); `from_vec`'s range is the
+//!   number of views).
 //! * **Short scans** (fan and cone beams with `α < 2π`): Parker's weights (generalised by
 //!   Wesarg et al. to over-scans; transition width `q`, [`FbpOptions::parker`]) multiply the
 //!   data before the filter, the two measurements of each line adding up to 1, and `c` uses

@@ -1,6 +1,7 @@
 //! What FBP needs to know about a geometry: the rotation, the detector sampling, and for point
 //! sources the source and detector distances, derived from the per-view vectors and checked to
-//! describe a circular scan with uniformly spaced angles.
+//! describe a circular scan (at the angle partition's angles, or at any angles with the
+//! angular weights of [`super::quadrature`]).
 
 use std::f64::consts::PI;
 
