@@ -6,7 +6,9 @@ grid, which carries over shifts (``det_shift_func``, ``src_shift_func``), transl
 ``offset_along_axis``, pitch, tilted axes and initial orientations as ODL computes them. The data
 space keeps ODL's partition, so its weighting and the adjoint are ODL's. Angles may be spaced
 in any way (``nonuniform_partition``, random angles, subsets such as ``geometry[i::20]``, nodes
-on the boundary); FBP refuses angles that are not uniformly spaced with a clear error. What
+on the boundary); FBP weights views at such angles by their share of the angle range (half the
+distance to each neighbour, periodic when the partition spans a full turn: give
+``nonuniform_partition`` its ``min_pt=0, max_pt=2*np.pi`` for a full scan). What
 rodl cannot represent raises ``NotImplementedError`` naming it: curved detectors, non-uniform or
 non-midpoint detector partitions, more than one motion parameter (Euler angles).
 """

@@ -198,18 +198,30 @@ class RayTransform(Operator):
         backend: str = "cpu",
         threads: Optional[int] = None,
         device: Optional[int] = None,
+        memory_budget: Optional[int] = None,
+        deterministic: bool = False,
     ) -> RayTransform: ...
     @property
     def geometry(self) -> Geometry: ...
     @property
     def backend(self) -> str: ...
+    @property
+    def options(self) -> Dict[str, Any]:
+        """``{"threads", "memory_budget", "deterministic"}`` of its backend."""
+        ...
 
 @final
 class Factory:
     """A linear operator described independently of a device, built for one by ``build``."""
 
     @staticmethod
-    def ray_transform(space: Space, geometry: Geometry, threads: Optional[int] = None) -> Factory: ...
+    def ray_transform(
+        space: Space,
+        geometry: Geometry,
+        threads: Optional[int] = None,
+        memory_budget: Optional[int] = None,
+        deterministic: bool = False,
+    ) -> Factory: ...
     @staticmethod
     def fbp(
         space: Space,
@@ -219,6 +231,20 @@ class Factory:
         padding: bool = True,
         parker: Optional[float] = None,
         threads: Optional[int] = None,
+        memory_budget: Optional[int] = None,
+        deterministic: bool = False,
+    ) -> Factory: ...
+    @property
+    def options(self) -> Optional[Dict[str, Any]]:
+        """``{"threads", "memory_budget", "deterministic"}`` applied when it builds (``None``:
+        no part takes options)."""
+        ...
+    def with_options(
+        self,
+        *,
+        threads: Optional[int] = ...,
+        memory_budget: Optional[int] = ...,
+        deterministic: Optional[bool] = ...,
     ) -> Factory: ...
     @staticmethod
     def gradient(space: Space) -> Factory: ...

@@ -16,21 +16,34 @@ operator, so double backward works and
 stream — its kernels, copies and temporaries are queued there, in that stream's order, so
 ``torch.cuda.graph`` captures them too — and nothing synchronises the device or the host. On the CPU the tensors are shared with NumPy without a copy.
 
+Backend options travel with the factory (``rodl.Factory.ray_transform(space, geometry,
+threads=4, memory_budget=2 << 30)``, ``OperatorModule(factory, deterministic=True)``,
+``RayTransform(space, geometry, ...)`` here): each device's operator is built with the options
+of its kind. **Determinism**: while ``torch.use_deterministic_algorithms(True)`` is on, a
+module builds its GPU operators with ``deterministic=True`` (bitwise reproducible forwards and
+exact transposes; ``factory_for(device)`` shows the factory it builds from), and a module
+holding a fixed GPU ray transform built without it raises ``RuntimeError`` (a warning with
+``warn_only=True``), as PyTorch's own non-deterministic operations do. On the CPU every rodl
+kernel is deterministic already (each voxel and each ray is summed by one thread in a fixed
+order), so nothing changes there.
+
 This module imports ``torch``; ``import rodl`` alone does not.
 """
 
 import itertools
 import secrets
 import threading
+import warnings
 import weakref
-from typing import Dict, Optional, Union
+from typing import Any, Dict, Optional, Union
 
 import numpy as np
 import torch
 
-from ._rodl import Factory, Operator
+from ._rodl import Factory, Geometry, Operator, Space
+from ._rodl import RayTransform as _RayTransform
 
-__all__ = ["OperatorModule", "apply", "operator_handle"]
+__all__ = ["OperatorModule", "RayTransform", "apply", "operator_handle"]
 
 # Handles. ``torch.compile`` bakes an operator's handle into its graph as a constant, and torch's
 # on-disk caches (FX graph, AOTAutograd) give that graph to later processes whose graph has the
@@ -179,6 +192,26 @@ class _Cache:
         self.builds: Dict[str, int] = {}
 
 
+def _deterministic() -> bool:
+    return torch.are_deterministic_algorithms_enabled()
+
+
+def _check_fixed_deterministic(op: Operator, device: str) -> None:
+    """Under ``torch.use_deterministic_algorithms(True)``, a fixed GPU ray transform built
+    without ``deterministic=True`` is refused (warned about with ``warn_only=True``)."""
+    if not isinstance(op, _RayTransform) or op.options["deterministic"]:
+        return
+    msg = (
+        f"rodl.torch: a ray transform on {device} built without deterministic=True, while "
+        "torch.use_deterministic_algorithms(True) is on: build it with deterministic=True, or "
+        "build the OperatorModule from a factory (it then builds a deterministic one itself)"
+    )
+    if torch.is_deterministic_algorithms_warn_only_enabled():
+        warnings.warn(msg, UserWarning, stacklevel=4)
+    else:
+        raise RuntimeError(msg)
+
+
 class OperatorModule(torch.nn.Module):
     """A rodl linear operator as a PyTorch module (ODL's ``OperatorModule``).
 
@@ -189,16 +222,26 @@ class OperatorModule(torch.nn.Module):
     operator, it runs on that operator's device only. Inputs are ``(*batch, *domain_shape)``
     tensors of the operator's dtype (float32; float64 on the CPU); non-contiguous inputs are
     made contiguous.
+
+    Keyword options (``threads``, ``memory_budget``, ``deterministic``; see
+    ``rodl.Factory.with_options``) replace the factory's own backend options. While
+    ``torch.use_deterministic_algorithms(True)`` is on, GPU operators are built with
+    ``deterministic=True`` (see the module's documentation).
     """
 
-    def __init__(self, operator: Union[Factory, Operator]):
+    def __init__(self, operator: Union[Factory, Operator], **options: Any):
         super().__init__()
         self.factory: Optional[Factory]
         self.fixed: Optional[Operator]
         if isinstance(operator, Factory):
-            self.factory = operator
+            self.factory = operator.with_options(**options) if options else operator
             self.fixed = None
         elif isinstance(operator, Operator):
+            if options:
+                raise TypeError(
+                    "backend options are given to the operator's constructor; an OperatorModule "
+                    f"takes them only with a rodl.Factory (got {', '.join(sorted(options))})"
+                )
             self.factory = None
             self.fixed = operator
         else:
@@ -210,22 +253,41 @@ class OperatorModule(torch.nn.Module):
         _modules[self._key] = self
 
     @classmethod
-    def from_op_factory(cls, factory: Factory) -> "OperatorModule":
-        """The module that builds ``factory``'s operator on each device it meets."""
-        return cls(factory)
+    def from_op_factory(cls, factory: Factory, **options: Any) -> "OperatorModule":
+        """The module that builds ``factory``'s operator on each device it meets (with the
+        backend ``options`` in place of the factory's own, where given)."""
+        return cls(factory, **options)
+
+    def factory_for(self, device: Union[str, torch.device]) -> Optional[Factory]:
+        """The factory the operator for ``device`` is built from (``None`` for a module of one
+        operator): the module's, with ``deterministic=True`` for a GPU while
+        ``torch.use_deterministic_algorithms(True)`` is on."""
+        return self._factory_for(torch.device(device), _deterministic())
+
+    def _factory_for(self, device: torch.device, deterministic: bool) -> Optional[Factory]:
+        f = self.factory
+        if f is None or device.type != "cuda" or not deterministic:
+            return f
+        opts = f.options
+        if opts is None or opts["deterministic"]:
+            return f
+        return f.with_options(deterministic=True)
 
     def operator_for(self, device: Union[str, torch.device]) -> Operator:
         """The operator for ``device`` (built on first use when the module has a factory)."""
-        return _resolve(self._handle(torch.device(device)))
+        return _resolve(self._handle(torch.device(device), _deterministic()))
 
     def build_counts(self) -> Dict[str, int]:
-        """How often each device's operator was built (1 per device once used)."""
+        """How often each device's operator was built (1 per device once used; a GPU's
+        deterministic operator counts as ``'cuda:N (deterministic)'``)."""
         return dict(self._cache.builds)
 
-    def _handle(self, device: torch.device) -> int:
+    def _handle(self, device: torch.device, deterministic: bool = False) -> int:
         if device.type == "cuda" and device.index is None:
             device = torch.device("cuda", torch.cuda.current_device())
-        key = str(device)
+        det = deterministic and device.type == "cuda"
+        name = str(device)
+        key = name + (" (deterministic)" if det else "")
         h = self._cache.handles.get(key)
         if h is not None:
             return h
@@ -233,31 +295,61 @@ class OperatorModule(torch.nn.Module):
             h = self._cache.handles.get(key)
             if h is None:
                 if self.fixed is not None:
-                    if self.fixed.device != key:
+                    if self.fixed.device != name:
                         raise ValueError(
                             f"this OperatorModule holds an operator built for {self.fixed.device}, "
-                            f"not {key}: build the module from a factory to run on any device"
+                            f"not {name}: build the module from a factory to run on any device"
                         )
+                    if det:
+                        _check_fixed_deterministic(self.fixed, name)
                     op = self.fixed
                 else:
-                    assert self.factory is not None  # one of the two is set in __init__
-                    op = self.factory.build(key)
+                    factory = self._factory_for(device, det)
+                    assert factory is not None  # one of the two is set in __init__
+                    op = factory.build(name)
                     self._cache.builds[key] = self._cache.builds.get(key, 0) + 1
                 h = operator_handle(op)
                 self._cache.handles[key] = h
         return h
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.ops.rodl.apply(x, _module_handle(self._key, x.device.type, x.device.index))
+        handle = _module_handle(self._key, x.device.type, x.device.index, _deterministic())
+        return torch.ops.rodl.apply(x, handle)
 
     def extra_repr(self) -> str:
         src = self.factory if self.factory is not None else self.fixed
         return repr(src)
 
 
+class RayTransform(OperatorModule):
+    """The ray transform of ``space`` and ``geometry`` as a module: an ``OperatorModule`` of
+    ``rodl.Factory.ray_transform(space, geometry, threads=, memory_budget=, deterministic=)``,
+    built on each device it meets with the options of that device's kind (``threads`` on the
+    CPU; ``memory_budget`` and ``deterministic`` on a GPU)."""
+
+    def __init__(
+        self,
+        space: Space,
+        geometry: Geometry,
+        threads: Optional[int] = None,
+        memory_budget: Optional[int] = None,
+        deterministic: bool = False,
+    ):
+        super().__init__(
+            Factory.ray_transform(
+                space,
+                geometry,
+                threads=threads,
+                memory_budget=memory_budget,
+                deterministic=deterministic,
+            )
+        )
+
+
 @torch._dynamo.assume_constant_result
-def _module_handle(key: int, device_type: str, device_index) -> int:
+def _module_handle(key: int, device_type: str, device_index, deterministic: bool) -> int:
     # Under torch.compile the handle is found (and the operator built) while tracing and is a
-    # constant of the graph; the tensor's device is part of the graph's guards.
+    # constant of the graph; the tensor's device and torch's deterministic flag are part of the
+    # graph's guards.
     device = torch.device(device_type) if device_index is None else torch.device(device_type, device_index)
-    return _modules[key]._handle(device)
+    return _modules[key]._handle(device, deterministic)

@@ -9,7 +9,7 @@ use crate::geometry::PyGeometry;
 use crate::operator::PyOperator;
 use crate::scalar::{each, Any};
 use crate::space::PySpace;
-use rodl::tomo::{Backend, CpuOptions, FbpOptions, FilterType, RayTransform};
+use rodl::tomo::{Backend, CpuOptions, CudaOptions, FbpOptions, FilterType, RayTransform};
 use rodl::LinOp;
 
 /// The backend named by `backend` (`"cpu"`, `"cuda"`, `"cuda:N"`) with its options.
@@ -17,6 +17,8 @@ fn parse_backend(
     backend: &str,
     threads: Option<usize>,
     device: Option<usize>,
+    memory_budget: Option<u64>,
+    deterministic: bool,
 ) -> PyResult<Backend> {
     let b = backend.trim().to_lowercase();
     if b == "cpu" {
@@ -25,9 +27,15 @@ fn parse_backend(
                 "device= is an option of the CUDA backend, not of 'cpu'",
             ));
         }
+        if memory_budget.is_some() {
+            return Err(value_error(
+                "memory_budget= is an option of the CUDA backend, not of 'cpu'",
+            ));
+        }
         if threads == Some(0) {
             return Err(value_error("threads must be at least 1"));
         }
+        // The CPU kernels are deterministic: `deterministic=True` asks for nothing more.
         return Ok(Backend::Cpu(CpuOptions { threads }));
     }
     let id = if b == "cuda" {
@@ -55,14 +63,18 @@ fn parse_backend(
             "threads= is an option of the CPU backend, not of CUDA",
         ));
     }
-    Ok(Backend::cuda(id))
+    let mut o = CudaOptions::new(id).deterministic(deterministic);
+    o.memory_budget = memory_budget;
+    Ok(Backend::Cuda(o))
 }
 
 /// The ray transform (ODL's `RayTransform`) from a volume space to the geometry's data space,
 /// computed on the backend chosen here: `backend="cpu"` (rayon, `threads` worker threads, one
 /// per core by default) or `"cuda"` / `"cuda:N"` (GPU `device`; the arrays stay NumPy arrays in
-/// host memory and travel to the GPU and back). Joseph's model; the adjoint is its exact
-/// transpose in the weighted inner products. Asking for a GPU where none can be used raises
+/// host memory and travel to the GPU and back, in pieces within `memory_budget` bytes of its
+/// memory, by default its free memory less a margin; `deterministic=True`: bitwise reproducible
+/// kernels, which the CPU's always are). Joseph's model; the adjoint is its exact transpose in
+/// the weighted inner products. Asking for a GPU where none can be used raises
 /// `CudaUnavailableError`.
 #[pyclass(name = "RayTransform", module = "rodl", extends = PyOperator, frozen)]
 pub struct PyRayTransform {
@@ -76,7 +88,8 @@ pub struct PyRayTransform {
 #[pymethods]
 impl PyRayTransform {
     #[new]
-    #[pyo3(signature = (space, geometry, backend="cpu", threads=None, device=None))]
+    #[pyo3(signature = (space, geometry, backend="cpu", threads=None, device=None, memory_budget=None, deterministic=false))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         space: &PySpace,
@@ -84,10 +97,13 @@ impl PyRayTransform {
         backend: &str,
         threads: Option<i64>,
         device: Option<i64>,
+        memory_budget: Option<i64>,
+        deterministic: bool,
     ) -> PyResult<PyClassInitializer<Self>> {
         let threads = crate::count::opt_count("threads", threads)?;
         let device = crate::count::opt_count("device", device)?;
-        let be = parse_backend(backend, threads, device)?;
+        let budget = crate::count::opt_count("memory_budget", memory_budget)?.map(|b| b as u64);
+        let be = parse_backend(backend, threads, device, budget, deterministic)?;
         let g = geometry.inner.clone();
         let (inner, ray) = match &space.inner {
             Any::F32(s) => {
@@ -125,6 +141,21 @@ impl PyRayTransform {
             Backend::Cpu(_) => "cpu".to_string(),
             Backend::Cuda(o) => format!("cuda:{}", o.device),
         }
+    }
+
+    /// Its backend's options, `{"threads", "memory_budget", "deterministic"}` (on the CPU
+    /// `deterministic` is `True`: its kernels always are).
+    #[getter]
+    fn options<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+        let mut o = rodl::tomo::BackendOptions::from(&self.backend);
+        if matches!(self.backend, Backend::Cpu(_)) {
+            o.cuda.deterministic = true;
+        }
+        let d = crate::factory::options_dict(py, &o)?;
+        if matches!(self.backend, Backend::Cpu(_)) {
+            d.set_item("memory_budget", py.None())?;
+        }
+        Ok(d)
     }
 }
 

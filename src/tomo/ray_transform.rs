@@ -139,6 +139,33 @@ impl<T: Scalar> RayTransform<T> {
     }
 }
 
+/// What the 2D fan-beam FBP ([`crate::tomo::fbp`]) needs of the transform behind it.
+impl<T: Scalar> RayTransform<T> {
+    /// Another handle of the same transform (the same projector and spaces).
+    pub(crate) fn shared(&self) -> Self {
+        Self {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+
+    /// `w_range / w_domain`, the factor of the adjoint over the transpose.
+    pub(crate) fn adjoint_scale(&self) -> f64 {
+        self.inner.adjoint_scale
+    }
+
+    /// Whether [`Self::transpose_weighted`] runs (a projector with the kernel).
+    pub(crate) fn has_weighted_transpose(&self) -> bool {
+        self.inner.projector.has_weighted_transpose()
+    }
+
+    /// The projector's weighted transpose (see `Projector::transpose_weighted`) into `out`, a
+    /// volume of the domain; `Ok(false)` where the projector has none.
+    pub(crate) fn transpose_weighted(&self, rows: [&[T]; 3], out: &mut Element<T>) -> Result<bool> {
+        let vol = out.storage_mut("RayTransform weighted transpose: volume")?;
+        self.inner.projector.transpose_weighted(rows, vol)
+    }
+}
+
 impl<T: Scalar> Inner<T> {
     fn forward(&self, x: &Element<T>, out: &mut Element<T>) -> Result<()> {
         let vol = x.storage("RayTransform: volume")?;

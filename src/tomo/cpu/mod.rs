@@ -68,3 +68,40 @@ pub(crate) fn transpose<T: Scalar>(
     }
     planes::transpose(geom, grid, sino, vol, tasks)
 }
+
+/// The weighted transpose of 2D fan-beam FBP, `vol[x] = Σ_rays w · interpᵀ · (c₀ − x₀ c₁ −
+/// x₁ c₂)`, `c_k` the ray's entry of `rows[k]` (each shaped as the sinogram) and `x` the
+/// voxel's centre: the exact transpose's taps and weights, one pass instead of three (see
+/// `avx2_2d::weighted`). Returns `false`, leaving `vol` as it is, where it has no kernel
+/// (not `f32`, not 2D, no AVX2).
+pub(crate) fn transpose_weighted<T: Scalar>(
+    geom: &VecGeometry,
+    grid: &Grid,
+    rows: [&[T]; 3],
+    vol: &mut [T],
+) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if let (Some(r0), Some(r1), Some(r2), Some(vol)) = (
+        T::as_f32_slice(rows[0]),
+        T::as_f32_slice(rows[1]),
+        T::as_f32_slice(rows[2]),
+        T::as_f32_slice_mut(vol),
+    ) {
+        if avx2_2d::available(geom, grid) {
+            avx2_2d::transpose_weighted(geom, grid, [r0, r1, r2], vol);
+            return true;
+        }
+    }
+    let _ = (geom, grid, rows, vol);
+    false
+}
+
+/// Whether [`transpose_weighted`] has a kernel for `T` and this geometry and grid.
+pub(crate) fn has_weighted_transpose<T: Scalar>(geom: &VecGeometry, grid: &Grid) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if T::as_f32_slice(&[] as &[T]).is_some() && avx2_2d::available(geom, grid) {
+        return true;
+    }
+    let _ = (geom, grid);
+    false
+}

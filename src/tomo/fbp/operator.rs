@@ -58,9 +58,7 @@ pub(super) struct Inner<T: Scalar> {
 /// scratch-sized groups of rows). [`BatchedOperator::max_batch`] is as many entries as keep the
 /// rows of a batch (entries × views × rows per view) within `2³¹ − 1`. So
 /// [`fbp_op`](super::fbp_op) has a batched form wherever the ray transform's adjoint has one
-/// (the CUDA ray transform; the host ray transform has none), except for 2D fan beams, whose
-/// exact FBP multiplies by volume factors ([`MultiplyOperator`](crate::MultiplyOperator), no
-/// batched form).
+/// (the CUDA ray transform; the host ray transform has none).
 ///
 /// [`FilterType`]: super::FilterType
 ///

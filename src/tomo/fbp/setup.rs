@@ -1,10 +1,12 @@
 //! What FBP needs to know about a geometry: the rotation, the detector sampling, and for point
 //! sources the source and detector distances, derived from the per-view vectors and checked to
-//! describe a circular scan with uniformly spaced angles.
+//! describe a circular scan (at the angle partition's angles, or at any angles with the
+//! angular weights of [`super::quadrature`]).
 
 use std::f64::consts::PI;
 
 use super::super::geometry::{Beam, Detector, Geometry, View};
+use super::quadrature::{period, quadrature, Quadrature};
 use crate::{Error, Result};
 
 /// Source placement of an FBP geometry.
@@ -60,6 +62,15 @@ pub(crate) struct Setup {
     /// A helical scan: the source's shift along the rotation axis per radian (`None` for a
     /// circular scan).
     pub helix: Option<f64>,
+    /// Views not at the angle partition's angles: each view's angular weight `ω_k` (its share
+    /// of the range over the partition's cell, [`super::quadrature`]); `None` for views at the
+    /// partition's angles (weight 1).
+    pub view_weights: Option<Vec<f64>>,
+    /// The detector cells the filter works with (`du`, and the row spacing in 3D) over those of
+    /// the data partition, which the adjoint weights by: 1 for the library's geometries, other
+    /// values for views given as vectors on another partition (a curved detector's arc length
+    /// instead of its angle, say).
+    pub cell_ratio: f64,
 }
 
 fn dot(a: [f64; 3], b: [f64; 3]) -> f64 {
@@ -101,10 +112,40 @@ fn helix_of(betas: &[f64], height: impl Fn(usize) -> f64) -> f64 {
     }
 }
 
+/// The rotation sense (±1) of views whose unit directions `dirs` turn about `axis` at the
+/// angle partition's angles (`betas`, from the start of a range `alen`), or `None` when they
+/// are at other angles (non-uniform, random, a subset, views given as vectors).
+fn partition_angles(dirs: &[[f64; 3]], axis: [f64; 3], betas: &[f64], alen: f64) -> Option<f64> {
+    if dirs.len() < 2 {
+        return Some(1.0);
+    }
+    let mut phi = 0.0;
+    let mut phis = vec![0.0];
+    for k in 1..dirs.len() {
+        let (a, b) = (dirs[k - 1], dirs[k]);
+        phi += dot(axis, cross(a, b)).atan2(dot(a, b));
+        phis.push(phi);
+    }
+    let sense = if phis[1] < 0.0 { -1.0 } else { 1.0 };
+    let scale = 1.0f64.max(alen);
+    (0..dirs.len())
+        .all(|k| (sense * phis[k] - (betas[k] - betas[0])).abs() <= 1e-6 * scale)
+        .then_some(sense)
+}
+
+/// The detector cells `du` (and `dv` in 3D) over the data partition's.
+fn cell_ratio(part: &crate::UniformPartition, du: f64, dv: f64, ndim: usize) -> f64 {
+    let mut r = du / part.cell_side(1);
+    if ndim == 3 {
+        r *= dv / part.cell_side(2);
+    }
+    r
+}
+
 fn unsupported(what: &str) -> Error {
     Error::Unsupported(format!(
-        "FBP needs a circular or helical scan with uniformly spaced angles and a detector that \
-         turns with it (parallel_2d, fan_flat, parallel_3d, cone_flat): {what}"
+        "FBP needs a circular or helical scan (at any angles) with a detector that turns with \
+         it (parallel_2d, fan_flat, parallel_3d, cone_flat): {what}"
     ))
 }
 
@@ -121,10 +162,11 @@ struct PointView {
 }
 
 impl Setup {
-    /// Analyses `geometry`. Errors with [`Error::Unsupported`] for geometries FBP cannot
-    /// handle (views given as vectors that do not form a circular scan matching the angle
-    /// partition, helical scans whose source does not shift uniformly along the axis, tilted
-    /// detectors).
+    /// Analyses `geometry`. Views at the angle partition's angles take their angles from it;
+    /// views at other angles (non-uniform, random, subsets, views given as vectors) take them
+    /// from their vectors, with per-view angular weights ([`super::quadrature`]). Errors with
+    /// [`Error::Unsupported`] for geometries FBP cannot handle (views that do not form a
+    /// circular scan or a helix whose source shifts uniformly along the axis, tilted detectors).
     pub(crate) fn new(geometry: &Geometry) -> Result<Self> {
         let g = geometry.vec();
         match g.detector() {
@@ -144,8 +186,11 @@ impl Setup {
         let nviews = views.len();
         let (nu, nv) = (g.nu(), g.nv());
         let alen = part.max_pt()[0] - part.min_pt()[0];
-        let thetas = part.coord_vector(0)?;
-        let betas: Vec<f64> = thetas.iter().map(|t| t - part.min_pt()[0]).collect();
+        let betas: Vec<f64> = part
+            .coord_vector(0)?
+            .iter()
+            .map(|t| t - part.min_pt()[0])
+            .collect();
         let du = norm(views[0].det_u);
         let dv = norm(views[0].det_v);
         let tol = 1e-6;
@@ -185,27 +230,21 @@ impl Setup {
                 return Err(unsupported("the detector does not keep its size and axes"));
             }
         }
-        // Rotation angles from the vectors, unwrapped, against the angle partition.
-        let mut sense = 1.0;
-        if nviews > 1 {
-            let mut phi = 0.0;
-            let mut phis = vec![0.0];
-            for k in 1..nviews {
-                let (a, b) = (normals[k - 1], normals[k]);
-                phi += dot(axis, cross(a, b)).atan2(dot(a, b));
-                phis.push(phi);
-            }
-            sense = if phis[1] < 0.0 { -1.0 } else { 1.0 };
-            let scale = 1.0f64.max(alen);
-            for k in 0..nviews {
-                if (sense * phis[k] - (betas[k] - betas[0])).abs() > 1e-6 * scale {
-                    return Err(unsupported(&format!(
-                        "view {k} is not at the angle {:.6} of the angle partition",
-                        thetas[k]
-                    )));
-                }
-            }
-        }
+        // Rotation angles from the vectors, unwrapped, against the angle partition; views at
+        // other angles get the angular quadrature of their own angles.
+        let (sense, angles) = match partition_angles(&normals, axis, &betas, alen) {
+            Some(sense) => (sense, None),
+            None => (
+                1.0,
+                Some(quadrature(
+                    &normals,
+                    axis,
+                    period(matches!(g.beam(), Beam::Parallel)),
+                    alen,
+                    part.cell_side(0),
+                )),
+            ),
+        };
         let axis = axis.map(|x| sense * x);
         let mut helix = None;
         let source = match g.beam() {
@@ -285,17 +324,32 @@ impl Setup {
                 }
             }
         };
-        Ok(Self {
-            ndim,
-            nviews,
-            nu,
-            nv,
-            du,
-            alen,
-            betas,
-            source,
-            helix,
-        })
+        Ok(Self::with_angles(
+            Self {
+                ndim,
+                nviews,
+                nu,
+                nv,
+                du,
+                alen,
+                betas,
+                source,
+                view_weights: None,
+                cell_ratio: cell_ratio(part, du, dv, ndim),
+                helix,
+            },
+            angles,
+        ))
+    }
+
+    /// The set-up with the views' own angles, range and weights where they are given.
+    fn with_angles(mut self, angles: Option<Quadrature>) -> Self {
+        if let Some(q) = angles {
+            self.betas = q.betas;
+            self.alen = q.alen;
+            self.view_weights = Some(q.weights);
+        }
+        self
     }
 
     /// A fan beam with an arc detector of radius `radius` (2D), or a circular cone beam with
@@ -308,8 +362,11 @@ impl Setup {
         let (nviews, nu, nv) = (views.len(), g.nu(), g.nv());
         let ndim = g.ndim();
         let alen = part.max_pt()[0] - part.min_pt()[0];
-        let thetas = part.coord_vector(0)?;
-        let betas: Vec<f64> = thetas.iter().map(|t| t - part.min_pt()[0]).collect();
+        let betas: Vec<f64> = part
+            .coord_vector(0)?
+            .iter()
+            .map(|t| t - part.min_pt()[0])
+            .collect();
         let arc = |what: &str| {
             Error::Unsupported(format!(
                 "FBP for an arc or cylindrical detector needs it centred on the source (radius \
@@ -335,26 +392,21 @@ impl Setup {
             .iter()
             .map(|v| unit(across(v.src.map(|x| -x))))
             .collect();
-        // The rotation sense and angles from the sources, against the angle partition.
-        let mut sense = 1.0;
-        if nviews > 1 {
-            let mut phi = 0.0;
-            let mut phis = vec![0.0];
-            for k in 1..nviews {
-                let (a, b) = (central[k - 1], central[k]);
-                phi += dot(ez, cross(a, b)).atan2(dot(a, b));
-                phis.push(phi);
-            }
-            sense = if phis[1] < 0.0 { -1.0 } else { 1.0 };
-            for k in 0..nviews {
-                if (sense * phis[k] - (betas[k] - betas[0])).abs() > 1e-6 * alen.max(1.0) {
-                    return Err(arc(&format!(
-                        "view {k} is not at the angle {:.6} of the angle partition",
-                        thetas[k]
-                    )));
-                }
-            }
-        }
+        // The rotation sense and angles from the sources, against the angle partition; views
+        // at other angles get the angular quadrature of their own angles.
+        let (sense, angles) = match partition_angles(&central, ez, &betas, alen) {
+            Some(sense) => (sense, None),
+            None => (
+                1.0,
+                Some(quadrature(
+                    &central,
+                    ez,
+                    period(false),
+                    alen,
+                    part.cell_side(0),
+                )),
+            ),
+        };
         let axis = ez.map(|x| sense * x);
         let signed = |e: [f64; 3], w: [f64; 3]| dot(axis, cross(e, w)).atan2(dot(e, w));
         let v0 = &views[0];
@@ -391,22 +443,27 @@ impl Setup {
                 .collect();
             (radius, h)
         });
-        Ok(Self {
-            ndim,
-            nviews,
-            nu,
-            nv,
-            du: dgamma,
-            alen,
-            betas,
-            source: Source::Arc {
-                r,
-                gamma,
-                central,
-                height,
+        Ok(Self::with_angles(
+            Self {
+                ndim,
+                nviews,
+                nu,
+                nv,
+                du: dgamma,
+                alen,
+                betas,
+                source: Source::Arc {
+                    r,
+                    gamma,
+                    central,
+                    height,
+                },
+                view_weights: None,
+                cell_ratio: cell_ratio(part, dgamma, dv, ndim),
+                helix: (pitch != 0.0).then_some(pitch),
             },
-            helix: (pitch != 0.0).then_some(pitch),
-        })
+            angles,
+        ))
     }
 
     /// The scan of the views `views` only (in range), as the filter of those views' data sees
@@ -418,6 +475,9 @@ impl Setup {
         s.betas = self.betas[views.clone()].to_vec();
         if let Source::Point { central, .. } | Source::Arc { central, .. } = &mut s.source {
             *central = central[views.clone()].to_vec();
+        }
+        if let Some(w) = &mut s.view_weights {
+            *w = w[views.clone()].to_vec();
         }
         s
     }

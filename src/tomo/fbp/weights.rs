@@ -28,6 +28,14 @@ impl Weights {
         }
     }
 
+    /// The same weights times `w[a]` on view `a` (of `nu` columns each).
+    pub(crate) fn scale_views(&mut self, w: &[f64], nu: usize) {
+        let au = self.au.get_or_insert_with(|| vec![1.0; w.len() * nu]);
+        for (row, &wa) in au.chunks_mut(nu).zip(w) {
+            row.iter_mut().for_each(|x| *x *= wa);
+        }
+    }
+
     /// The weight of view `a`, column `i`, row `j`.
     #[inline]
     pub(crate) fn at(&self, a: usize, i: usize, j: usize, nu: usize, nv: usize) -> f64 {
@@ -121,6 +129,19 @@ pub(crate) struct FbpPlan {
 /// derivation); `parker_q`: Parker weights with this transition parameter for short scans,
 /// `None` for none; `exact_fan`: the three-term exact plan for fan beams, otherwise one filter.
 pub(crate) fn fbp_plan(setup: &Setup, parker_q: Option<f64>, exact_fan: bool) -> Result<FbpPlan> {
+    let mut plan = plan_of(setup, parker_q, exact_fan)?;
+    plan.scale *= setup.cell_ratio;
+    // Views at their own angles: each one's angular weight on the data before the filter.
+    if let Some(w) = &setup.view_weights {
+        for term in &mut plan.terms {
+            term.before.scale_views(w, setup.nu);
+        }
+    }
+    Ok(plan)
+}
+
+/// [`fbp_plan`] without the views' angular weights.
+fn plan_of(setup: &Setup, parker_q: Option<f64>, exact_fan: bool) -> Result<FbpPlan> {
     let alen = setup.alen;
     let (r, d, u, v, central) = match &setup.source {
         Source::Parallel => {

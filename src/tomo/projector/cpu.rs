@@ -65,6 +65,17 @@ impl<T: Scalar> Projector<T> for CpuProjector {
         crate::Device::Cpu
     }
 
+    fn has_weighted_transpose(&self) -> bool {
+        cpu::has_weighted_transpose::<T>(&self.geometry, &self.grid)
+    }
+
+    fn transpose_weighted(&self, rows: [&[T]; 3], vol: &mut Storage<T>) -> Result<bool> {
+        let vol = host_mut(vol, "volume")?;
+        Ok(self
+            .pool
+            .install(|| cpu::transpose_weighted(&self.geometry, &self.grid, rows, vol)))
+    }
+
     fn transpose(&self, sino: &Storage<T>, vol: &mut Storage<T>) -> Result<()> {
         let sino = host(sino, "sinogram")?;
         let vol = host_mut(vol, "volume")?;

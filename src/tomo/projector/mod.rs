@@ -49,6 +49,17 @@ pub(crate) trait Projector<T: Scalar>: Send + Sync {
     fn pieces(&self) -> Option<PieceLayout> {
         None
     }
+    /// Whether [`Projector::transpose_weighted`] has a kernel (the default: no).
+    fn has_weighted_transpose(&self) -> bool {
+        false
+    }
+    /// The weighted transpose of 2D fan-beam FBP (`crate::tomo::cpu::transpose_weighted`:
+    /// each tap times `c₀ − x₀ c₁ − x₁ c₂` at the voxel's centre, `c_k` from the sinogram-shaped
+    /// `rows[k]`; unweighted by the spaces), or `Ok(false)` where the projector has none.
+    fn transpose_weighted(&self, rows: [&[T]; 3], vol: &mut Storage<T>) -> Result<bool> {
+        let _ = (rows, vol);
+        Ok(false)
+    }
     /// The device of the data (the range's elements); the domain's unless the projector
     /// streams device-resident volumes' data through host memory.
     fn range_device(&self) -> Device;

@@ -36,16 +36,16 @@ use crate::tomo::grid::Grid;
 
 /// Zero cells on each side of a scratch row: a window whose first tap is in `[−PAD, n)` reads
 /// inside the row.
-const PAD: usize = 16;
+pub(super) const PAD: usize = 16;
 /// Planes per block.
-const PLANES: usize = 16;
+pub(super) const PLANES: usize = 16;
 // The gather kernels keep per-plane parameters for at most MAX_PLANES planes.
 const _: () = assert!(PLANES <= MAX_PLANES && PLANES <= bins::MAX_PLANES);
 const _: () = assert!(FORWARD_PLANES <= bins::MAX_PLANES && PAD >= bins::ROW_PAD);
 /// Planes per block of the forward (one scratch slab).
 const FORWARD_PLANES: usize = 16;
 /// Views whose rays are set up together in the transpose.
-const VIEW_BLOCK: usize = 64;
+pub(super) const VIEW_BLOCK: usize = 64;
 /// Most views of one forward task (their rays and sums stay in the core's cache).
 const CHUNK: usize = 32;
 
@@ -62,19 +62,19 @@ pub(crate) fn available(geom: &VecGeometry, grid: &Grid) -> bool {
 
 /// Layout of one class (dominant axis `a`) of a 2D volume.
 #[derive(Clone, Copy)]
-struct Layout {
+pub(super) struct Layout {
     /// Planes along `a`.
-    na: usize,
+    pub(super) na: usize,
     /// Cells along the in-plane axis.
-    nb: usize,
+    pub(super) nb: usize,
     /// Volume stride of a plane step.
-    sa: usize,
+    pub(super) sa: usize,
     /// Volume stride of an in-plane step.
-    sb: usize,
+    pub(super) sb: usize,
 }
 
 impl Layout {
-    fn new(shape: [usize; 3], a: usize) -> Self {
+    pub(super) fn new(shape: [usize; 3], a: usize) -> Self {
         let (b, _) = other_axes(a);
         let st = [shape[1], 1];
         Self {
@@ -85,7 +85,7 @@ impl Layout {
         }
     }
 
-    fn row(&self) -> usize {
+    pub(super) fn row(&self) -> usize {
         self.nb + 2 * PAD
     }
 }
@@ -135,7 +135,7 @@ unsafe fn load_slab(vol: &[f32], l: &Layout, mb: usize, npl: usize, scr: &mut [f
 /// # Safety
 /// AVX2 must be present.
 #[target_feature(enable = "avx2,fma")]
-unsafe fn store_slab(vol: &mut [f32], l: &Layout, mb: usize, npl: usize, scr: &[f32]) {
+pub(super) unsafe fn store_slab(vol: &mut [f32], l: &Layout, mb: usize, npl: usize, scr: &[f32]) {
     let row = l.row();
     let (even, odd) = scr.split_at(PLANES * row);
     if l.sb == 1 {
@@ -438,7 +438,13 @@ pub(crate) fn transpose(geom: &VecGeometry, grid: &Grid, sino: &[f32], vol: &mut
 /// need not hold, so such spans take the checked loop); so the lanes' offsets from lane 0,
 /// within `[1, 13]` at both ends, are within `[0, 15]` in between.
 #[inline(always)]
-unsafe fn safe_span(f0: __m256, s: __m256, m_first: usize, m_last: usize, nb: i32) -> bool {
+pub(super) unsafe fn safe_span(
+    f0: __m256,
+    s: __m256,
+    m_first: usize,
+    m_last: usize,
+    nb: i32,
+) -> bool {
     let mut ii = [[0i32; 8]; 2];
     let mut base = [0i32; 2];
     for (j, m) in [m_first, m_last].into_iter().enumerate() {
@@ -469,7 +475,7 @@ unsafe fn bases_fit(f0: __m256, s: __m256, m_first: usize, m_last: usize, nb: i3
 
 /// Planes `p0..p1` of the block (relative to `mb`) where vector `vi` may have taps.
 #[inline(always)]
-fn vector_planes(vr: &[Group], vi: usize, mb: usize, npl: usize) -> (usize, usize) {
+pub(super) fn vector_planes(vr: &[Group], vi: usize, mb: usize, npl: usize) -> (usize, usize) {
     let (lo, hi) = (vr[vi].lo, vr[vi].hi);
     let p0 = (lo as usize).saturating_sub(mb).min(npl);
     let p1 = (hi as usize).saturating_sub(mb).min(npl);
