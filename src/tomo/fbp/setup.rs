@@ -388,6 +388,15 @@ impl Setup {
         let gamma_c = signed(central[0], across(sub(v0.det_center, v0.src)));
         let su = dot(axis, cross(central[0], unit(v0.det_u))).signum();
         let h0 = dot(sub(v0.det_center, v0.src), ez);
+        if views
+            .iter()
+            .any(|v| (dot(v.src, ez) - src_height).abs() > tol * r)
+        {
+            return Err(arc(
+                "the source moves along the rotation axis (a helical scan; helical FBP is not \
+                 implemented: reconstruct iteratively, e.g. with cgls)",
+            ));
+        }
         for (k, (v, e)) in views.iter().zip(&central).enumerate() {
             let w = across(sub(v.det_center, v.src));
             if (norm(across(v.src)) - r).abs() > tol * r
