@@ -374,14 +374,34 @@ fn unsupported_geometries_and_bad_options_are_errors() {
         FbpFilter::new(wrong, &g, &FbpOptions::default()),
         Err(Error::Shape { .. })
     ));
-    // Views given as vectors (unit angle weights that are not the views' angles).
-    let vec = VecGeometry::new(2, Beam::Parallel, &[23], g.vec().views().to_vec()).unwrap();
+    // Views given as vectors (unit angle weights that are not the views' angles): their angles
+    // from the vectors, each view weighted by its share (tests/tomo_fbp_nonuniform.rs), so the
+    // uniform FBP to rounding.
+    let vec = VecGeometry::new(
+        2,
+        Beam::Parallel,
+        &g.vec().det_shape(),
+        g.vec().views().to_vec(),
+    )
+    .unwrap();
     let gv = Geometry::from_vec(vec).unwrap();
     let ray_v = RayTransform::new(space.clone(), gv, Backend::default()).unwrap();
-    assert!(matches!(
-        fbp_op(&ray_v, &FbpOptions::default()),
-        Err(Error::Unsupported(_))
-    ));
+    let y = ray.apply(&space.one().unwrap()).unwrap();
+    let yv = ray_v
+        .range()
+        .element_from_vec(y.as_slice().unwrap().to_vec())
+        .unwrap();
+    let (a, b) = (
+        fbp_op(&ray, &FbpOptions::default())
+            .unwrap()
+            .apply(&y)
+            .unwrap(),
+        fbp_op(&ray_v, &FbpOptions::default())
+            .unwrap()
+            .apply(&yv)
+            .unwrap(),
+    );
+    assert!(space.dist(&a, &b).unwrap() <= 1e-12 * space.norm(&a).unwrap());
     // A helical cone beam whose feed per turn (20) exceeds the detector's height at the axis.
     let s3 = cube(8);
     let det = UniformPartition::new(&[-2.0, -2.0], &[2.0, 2.0], &[12, 12]).unwrap();
