@@ -112,7 +112,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let ray_nominal = RayTransform::new(space.clone(), nominal, Backend::default())?;
     let fdk = fbp_op(&ray_nominal, &FbpOptions::new(FilterType::Hann))?;
     let start = Instant::now();
-    let mut x = fdk.apply(&ray_nominal.range().element_from_vec(data.as_slice()?.to_vec())?)?;
+    let mut x = fdk.apply(
+        &ray_nominal
+            .range()
+            .element_from_vec(data.as_slice()?.to_vec())?,
+    )?;
     println!(
         "helical FDK (Hann): PSNR {:.2} dB, SSIM {:.3} ({:.1} s)",
         psnr(&space, &x, &phantom, None)?,

@@ -370,7 +370,8 @@ impl Setup {
         let arc = |what: &str| {
             Error::Unsupported(format!(
                 "FBP for an arc or cylindrical detector needs it centred on the source (radius \
-                 src_radius + det_radius, no detector offset along u) and a circular scan: \
+                 src_radius + det_radius, no detector offset along u) and a circular or helical \
+                 scan whose source moves only along its circle or helix (no flying focal spot): \
                  {what}"
             ))
         };
