@@ -64,7 +64,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let fan = 1.1 * (1.0 / R).asin();
     let height = 1.2 * PITCH * (R + D) / R / 2.0;
     let detector = UniformPartition::new(&[-fan, -height], &[fan, height], &[2 * n, n / 2])?;
-    let geometry = Geometry::cone_curved(
+    // The nominal helix; the scan's source follows it with the flying focal spot's offsets.
+    let nominal = Geometry::cone_curved(
         &angles,
         &detector,
         R,
@@ -73,8 +74,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         PITCH,
         [0.0, 0.0, 1.0],
         [0.0, 0.0],
-    )?
-    .with_src_offsets(&FOCAL_SPOTS)?;
+    )?;
+    let geometry = nominal.with_src_offsets(&FOCAL_SPOTS)?;
     let ray = RayTransform::new(space.clone(), geometry.clone(), Backend::default())?;
 
     let phantom = shepp_logan(&space, true)?;
@@ -99,16 +100,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("FDK with the flying focal spot: {e}");
     }
     // Helical FDK on the nominal helix (the focal spot's offsets left out).
-    let nominal = Geometry::cone_curved(
-        &angles,
-        &detector,
-        R,
-        D,
-        [Some(R + D), None],
-        PITCH,
-        [0.0, 0.0, 1.0],
-        [0.0, 0.0],
-    )?;
     let ray_nominal = RayTransform::new(space.clone(), nominal, Backend::default())?;
     let fdk = fbp_op(&ray_nominal, &FbpOptions::new(FilterType::Hann))?;
     let start = Instant::now();
