@@ -4,6 +4,7 @@
 //! ```text
 //! cargo run --release --example fan_fbp_timing            # 300², 360 × 512
 //! cargo run --release --example fan_fbp_timing 512 512 727
+//! cargo run --release --example fan_fbp_timing 300 360 512 f64
 //! ```
 //!
 //! Prints the median of ten calls (after one warm-up), in milliseconds, of the FBP, of the same
@@ -38,7 +39,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         })
     };
     let (n, views, pixels) = (arg(1, 300)?, arg(2, 360)?, arg(3, 512)?);
-    let space = uniform_discr::<f32>(&[-20.0, -20.0], &[20.0, 20.0], &[n, n])?;
+    if std::env::args().nth(4).as_deref() == Some("f64") {
+        run::<f64>(n, views, pixels)
+    } else {
+        run::<f32>(n, views, pixels)
+    }
+}
+
+fn run<T: Scalar>(n: usize, views: usize, pixels: usize) -> Result<(), Box<dyn std::error::Error>> {
+    let space = uniform_discr::<T>(&[-20.0, -20.0], &[20.0, 20.0], &[n, n])?;
     let geometry = Geometry::fan_flat(
         &UniformPartition::new(&[0.0], &[2.0 * PI], &[views])?,
         &UniformPartition::new(&[-40.0], &[40.0], &[pixels])?,
@@ -52,9 +61,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Backend::default(),
     )?);
     let fbp = fbp_op(ray.as_ref(), &FbpOptions::default())?;
-    let handle: LinOp<f32> = ray.clone();
+    let handle: LinOp<T> = ray.clone();
     let three = fbp_op_with(
-        handle.scaled(1.0)?.as_ref(),
+        handle.scaled(T::one())?.as_ref(),
         &geometry,
         &FbpOptions::default(),
     )?;
@@ -65,8 +74,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let t_three = median_ms(|| three.apply_into(&data, &mut rec))?;
     let t_adj = median_ms(|| back.apply_into(&data, &mut rec))?;
     println!(
-        "fan FBP {n}², {views} × {pixels}: {t_fbp:.1} ms (three back-projections {t_three:.1} ms, \
-         adjoint alone {t_adj:.1} ms)"
+        "fan FBP {n}², {views} × {pixels}, {}: {t_fbp:.1} ms (three back-projections {t_three:.1} ms, \
+         adjoint alone {t_adj:.1} ms)",
+        std::any::type_name::<T>()
     );
     Ok(())
 }

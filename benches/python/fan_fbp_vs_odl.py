@@ -5,11 +5,12 @@ example (``filtered_backprojection_fan_2d.py``): a 300² volume over [-20, 20]²
 rodl converts ODL's ray transform (``rodl.from_odl``) and reconstructs with its exact fan-beam
 FBP (one filter pass and one back-projection weighted by the source distance); ODL's
 ``fbp_op`` back-projects with ASTRA on the CPU. Prints the median wall time of ``--repeat``
-calls after one warm-up, on NumPy arrays (ODL: its space elements), and both
+calls after one warm-up (alternating, so that both see the same load), on NumPy arrays (ODL:
+its space elements), and both
 reconstructions' PSNR against the phantom.
 
     pip install ./python odl astra-toolbox
-    python3 benches/python/fan_fbp_vs_odl.py [--repeat 10] [--filter Ram-Lak]
+    python3 benches/python/fan_fbp_vs_odl.py [--repeat 10] [--filter Ram-Lak] [--threads N]
 """
 
 import argparse
@@ -18,20 +19,25 @@ import time
 import numpy as np
 
 
-def median_ms(f, repeat):
-    f()
-    t = []
-    for _ in range(repeat):
-        s = time.perf_counter()
+def median_ms(fs, repeat):
+    """Medians of ``repeat`` calls of each function in ``fs``, after one warm-up call each; the
+    calls alternate, so that both see the same load on a shared machine."""
+    for f in fs:
         f()
-        t.append(time.perf_counter() - s)
-    return 1e3 * float(np.median(t))
+    t = [[] for _ in fs]
+    for _ in range(repeat):
+        for k, f in enumerate(fs):
+            s = time.perf_counter()
+            f()
+            t[k].append(time.perf_counter() - s)
+    return [1e3 * float(np.median(v)) for v in t]
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--filter", default="Ram-Lak")
+    ap.add_argument("--threads", type=int, default=None, help="rodl's CPU threads (default: one per core)")
     a = ap.parse_args()
     import odl
     import odl.applications.tomo as tomo
@@ -50,16 +56,15 @@ def main():
     data = A(phantom)
     odl_fbp = tomo.fbp_op(A, filter_type=a.filter)
 
-    ray = rodl.from_odl(A)
+    ray = rodl.from_odl(A, threads=a.threads)
     fbp = rodl.fbp_op(ray, filter_type=a.filter)
     y = data.asarray()
 
     truth = phantom.asarray()
     ours, theirs = fbp(y), odl_fbp(data).asarray()
-    t_ours = median_ms(lambda: fbp(y), a.repeat)
-    t_theirs = median_ms(lambda: odl_fbp(data), a.repeat)
+    t_ours, t_theirs = median_ms([lambda: fbp(y), lambda: odl_fbp(data)], a.repeat)
     print(
-        f"fan FBP 300², 360 × 512 ({a.filter}): rodl {t_ours:.1f} ms, ODL {odl.__version__} "
+        f"fan FBP 300², 360 × 512 ({a.filter}): rodl ({a.threads or 'all'} threads) {t_ours:.1f} ms, ODL {odl.__version__} "
         f"(astra_cpu) {t_theirs:.1f} ms ({t_theirs / t_ours:.2f}x); PSNR rodl "
         f"{rodl.psnr(ours, truth):.2f} dB, ODL {rodl.psnr(theirs.astype(np.float32), truth):.2f} dB"
     )

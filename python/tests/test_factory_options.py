@@ -181,3 +181,28 @@ def test_without_deterministic_algorithms_gpu_build_keeps_options():
     # A module of one operator has no factory.
     fixed = rodl.torch.OperatorModule(rodl.RayTransform(space, geometry))
     assert fixed.factory_for("cuda:0") is None
+
+
+@needs_torch
+def test_fixed_gpu_ray_transform_without_deterministic_is_refused(monkeypatch):
+    """What a module of one GPU ray transform does under the deterministic flag, checked with a
+    stand-in (no GPU here): refused without ``deterministic=True``, warned with
+    ``warn_only=True``, accepted with it."""
+
+    class FakeRay:
+        def __init__(self, deterministic):
+            self.options = {"threads": None, "memory_budget": None, "deterministic": deterministic}
+
+    monkeypatch.setattr(rodl.torch, "_RayTransform", FakeRay)
+    before = torch.are_deterministic_algorithms_enabled()
+    warn = torch.is_deterministic_algorithms_warn_only_enabled()
+    try:
+        torch.use_deterministic_algorithms(True)
+        with pytest.raises(RuntimeError, match="deterministic=True"):
+            rodl.torch._check_fixed_deterministic(FakeRay(False), "cuda:0")
+        rodl.torch._check_fixed_deterministic(FakeRay(True), "cuda:0")
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        with pytest.warns(UserWarning, match="deterministic=True"):
+            rodl.torch._check_fixed_deterministic(FakeRay(False), "cuda:0")
+    finally:
+        torch.use_deterministic_algorithms(before, warn_only=warn)

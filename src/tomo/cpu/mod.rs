@@ -71,15 +71,20 @@ pub(crate) fn transpose<T: Scalar>(
 
 /// The weighted transpose of 2D fan-beam FBP, `vol[x] = Σ_rays w · interpᵀ · (c₀ − x₀ c₁ −
 /// x₁ c₂)`, `c_k` the ray's entry of `rows[k]` (each shaped as the sinogram) and `x` the
-/// voxel's centre: the exact transpose's taps and weights, one pass instead of three (see
-/// `avx2_2d::weighted`). Returns `false`, leaving `vol` as it is, where it has no kernel
-/// (not `f32`, not 2D, no AVX2).
+/// voxel's centre: the exact transpose's taps and weights, one pass instead of three (the
+/// windowed `f32` kernel `avx2_2d::weighted` where it runs, else the plane-major
+/// `planes::weighted`); `tasks` as for [`transpose`]. Returns `false`, leaving `vol` as it
+/// is, for a 3D geometry.
 pub(crate) fn transpose_weighted<T: Scalar>(
     geom: &VecGeometry,
     grid: &Grid,
     rows: [&[T]; 3],
     vol: &mut [T],
+    tasks: usize,
 ) -> bool {
+    if geom.ndim() != 2 {
+        return false;
+    }
     #[cfg(target_arch = "x86_64")]
     if let (Some(r0), Some(r1), Some(r2), Some(vol)) = (
         T::as_f32_slice(rows[0]),
@@ -92,16 +97,11 @@ pub(crate) fn transpose_weighted<T: Scalar>(
             return true;
         }
     }
-    let _ = (geom, grid, rows, vol);
-    false
+    planes::transpose_weighted(geom, grid, rows, vol, tasks);
+    true
 }
 
-/// Whether [`transpose_weighted`] has a kernel for `T` and this geometry and grid.
-pub(crate) fn has_weighted_transpose<T: Scalar>(geom: &VecGeometry, grid: &Grid) -> bool {
-    #[cfg(target_arch = "x86_64")]
-    if T::as_f32_slice(&[] as &[T]).is_some() && avx2_2d::available(geom, grid) {
-        return true;
-    }
-    let _ = (geom, grid);
-    false
+/// Whether [`transpose_weighted`] runs for this geometry (2D).
+pub(crate) fn has_weighted_transpose(geom: &VecGeometry) -> bool {
+    geom.ndim() == 2
 }

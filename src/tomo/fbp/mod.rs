@@ -43,12 +43,13 @@
 //!   `(A* F₀ y − x₁ A* F₁ y − x₂ A* F₂ y) / (R² − |x|²)`, with `W₁ = cos γ` and
 //!   `W₂ = R² (2 cos γ − sec γ)`, `R e_c,₁(β) sec γ`, `R e_c,₂(β) sec γ` and `c = 1/(2α)`
 //!   (zero outside the source circle). The three filters share `W₁` and the ramp, so on the
-//!   CPU (`f32` with AVX2) it runs as one filter pass and one back-projection whose taps
-//!   carry the weight `W₂,₀ − x₁ W₂,₁ − x₂ W₂,₂` at each voxel's centre, then one division by
-//!   `R² − |x|²`: the same operator (equal to the sum to rounding, about 2·10⁻⁷ relative) at
-//!   about the cost of one back-projection; elsewhere it is the sum. The single filter of [`fbp_filter_op`] /
-//!   [`FbpFilter`] takes one factor `1/U` at the centre instead (`W₁ = sec γ`, `W₂ = cos γ`,
-//!   so that the two measurements of each line add up right): `A* F` is then a good
+//!   CPU it runs as one filter pass and one back-projection whose taps carry the weight
+//!   `W₂,₀ − x₁ W₂,₁ − x₂ W₂,₂` at each voxel's centre, then one division by `R² − |x|²`: the
+//!   same operator (equal to the sum to rounding, about 2·10⁻⁷ relative in `f32`, 4·10⁻¹⁶ in
+//!   `f64`) at about the cost of one back-projection; on a GPU it is the sum. The single
+//!   filter of [`fbp_filter_op`] / [`FbpFilter`] takes one factor `1/U` at the centre instead
+//!   (`W₁ = sec γ`, `W₂ = cos γ`, so that the two measurements of each line add up right):
+//!   `A* F` is then a good
 //!   approximation for full turns (errors of order `(|x|/R)²`), not for short scans.
 //! * **Fan beam, arc detector about the source (equiangular;
 //!   [`Geometry::fan_curved`](crate::tomo::Geometry::fan_curved) with curvature radius

@@ -66,14 +66,15 @@ impl<T: Scalar> Projector<T> for CpuProjector {
     }
 
     fn has_weighted_transpose(&self) -> bool {
-        cpu::has_weighted_transpose::<T>(&self.geometry, &self.grid)
+        cpu::has_weighted_transpose(&self.geometry)
     }
 
     fn transpose_weighted(&self, rows: [&[T]; 3], vol: &mut Storage<T>) -> Result<bool> {
         let vol = host_mut(vol, "volume")?;
+        let tasks = 2 * self.pool.current_num_threads();
         Ok(self
             .pool
-            .install(|| cpu::transpose_weighted(&self.geometry, &self.grid, rows, vol)))
+            .install(|| cpu::transpose_weighted(&self.geometry, &self.grid, rows, vol, tasks)))
     }
 
     fn transpose(&self, sino: &Storage<T>, vol: &mut Storage<T>) -> Result<()> {

@@ -26,7 +26,7 @@ impl ScalarFamily for MutPtrOf {
 /// Floor of `f ≥ −4` (and any `f` whose floor is outside the grid maps outside the grid) by
 /// truncation after a shift: no libm call.
 #[inline(always)]
-fn split<T: Scalar>(f: T) -> (isize, T) {
+pub(super) fn split<T: Scalar>(f: T) -> (isize, T) {
     let i = (f + T::of(4.0)).as_isize() - 4;
     (i, f - T::of(i as f64))
 }

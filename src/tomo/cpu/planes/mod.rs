@@ -1,6 +1,7 @@
 //! Plane-major Joseph kernels, for any dimension and scalar type: every plane is visited by all
 //! rays of a class (dominant axis) while it is in cache, with the per-plane kernels of
-//! [`kernels`] (portable, with an AVX2 gather version for `f32` in [`avx2`]).
+//! [`kernels`] (portable, with an AVX2 gather version for `f32` in [`avx2`]); the weighted
+//! transpose of 2D fan-beam FBP in [`weighted`].
 //!
 //! The forward runs in parallel over views; the transpose over slabs of planes along each
 //! dominant axis, so no two tasks write the same voxel (no atomics, no per-thread copies).
@@ -9,9 +10,11 @@
 mod avx2;
 mod kernels;
 mod plane;
+mod weighted;
 
 pub(crate) use kernels::{forward_plane, transpose_plane};
 pub(crate) use plane::Plane;
+pub(crate) use weighted::transpose_weighted;
 
 use rayon::prelude::*;
 
