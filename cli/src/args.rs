@@ -291,7 +291,7 @@ fn parse_size(text: &str) -> Result<usize, String> {
 /// Arguments of `scan`.
 #[derive(Args, Debug)]
 pub struct ScanArgs {
-    /// The scan: an NXtomo (.nxs, .h5) or DXchange (.h5) file, a folder of TIFF files, or a
+    /// The scan: an NXtomo (.nx, .nxs, .h5) or DXchange (.h5) file, a folder of TIFF files, or a
     /// pattern of TIFF files (`proj_*.tif`).
     #[arg(value_name = "IN")]
     pub input: PathBuf,

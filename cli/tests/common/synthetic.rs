@@ -11,7 +11,7 @@ use ndarray::{Array3, Ix3};
 use ndarray_npy::write_npy;
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use rand_distr::{Distribution, Poisson};
-use rodl::tomo::phantom::shepp_logan_projections;
+use rodl::tomo::phantom::{gaussian_projections, shepp_logan_projections, GaussianBlob};
 use rodl::tomo::TomoSpec;
 
 /// The dark level of the detector (counts).
@@ -49,12 +49,39 @@ pub struct Synthetic {
     pub stripe_columns: Vec<usize>,
 }
 
-/// The line integrals of the modified Shepp–Logan phantom in the truth geometry, scaled by
-/// `scale`.
-pub fn line_integrals(spec: &TomoSpec, scale: f64) -> Array3<f32> {
+/// The phantom of a synthetic scan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phantom {
+    /// The modified Shepp–Logan phantom (sharp edges, features of a few pixels).
+    SheppLogan,
+    /// A sum of Gaussian blobs (σ of 3 % to 35 % of the volume's half width).
+    Blobs,
+}
+
+/// The exact line integrals of `phantom` in the truth geometry, scaled by `scale`.
+pub fn line_integrals(spec: &TomoSpec, phantom: Phantom, scale: f64) -> Array3<f32> {
     let space = spec.volume.space::<f64>().unwrap();
     let g = spec.geometry.build().unwrap();
-    let p = shepp_logan_projections(&space, &g, true).unwrap();
+    let p = match phantom {
+        Phantom::SheppLogan => shepp_logan_projections(&space, &g, true).unwrap(),
+        Phantom::Blobs => {
+            let h = 0.5 * (spec.volume.max_pt[0] - spec.volume.min_pt[0]);
+            let blob = |x: f64, y: f64, sigma: f64, amplitude: f64| GaussianBlob {
+                center: [x * h, y * h, 0.0],
+                sigma: sigma * h,
+                amplitude,
+            };
+            let blobs = [
+                blob(0.0, 0.0, 0.35, 1.0),
+                blob(0.3, -0.2, 0.1, 0.8),
+                blob(-0.35, 0.25, 0.07, 1.2),
+                blob(0.1, 0.45, 0.04, 1.5),
+                blob(-0.2, -0.4, 0.08, -0.5),
+                blob(0.45, 0.2, 0.03, 1.0),
+            ];
+            gaussian_projections(&g, &blobs).unwrap()
+        }
+    };
     p.into_dimensionality::<Ix3>()
         .unwrap()
         .mapv(|x| (x * scale) as f32)
@@ -87,7 +114,8 @@ pub fn scan_counts(clean: &Array3<f32>, c: &Corruption) -> Synthetic {
         if stripe_columns.iter().any(|&s: &usize| s.abs_diff(u) < 3) {
             continue;
         }
-        let gain = 1.0 + c.stripe_gain * rng.gen_range(0.4..1.0) * if rng.gen_bool(0.5) { 1.0 } else { -1.0 };
+        let gain = 1.0
+            + c.stripe_gain * rng.gen_range(0.4..1.0) * if rng.gen_bool(0.5) { 1.0 } else { -1.0 };
         for a in 0..na {
             for row in 0..nv {
                 let x = &mut proj[[a, row, u]];
@@ -99,7 +127,11 @@ pub fn scan_counts(clean: &Array3<f32>, c: &Corruption) -> Synthetic {
     // Zingers: isolated bright pixels.
     let hits = (c.zinger_fraction * (na * nu * nv) as f64).round() as usize;
     for _ in 0..hits {
-        let (a, row, u) = (rng.gen_range(0..na), rng.gen_range(0..nv), rng.gen_range(0..nu));
+        let (a, row, u) = (
+            rng.gen_range(0..na),
+            rng.gen_range(0..nv),
+            rng.gen_range(0..nu),
+        );
         proj[[a, row, u]] += rng.gen_range(0.3..1.0) * c.i0;
     }
     let to_u16 = |x: &f64| x.round().clamp(0.0, 65535.0) as u16;
