@@ -528,7 +528,7 @@ fn element_types_rodl_cannot_read_are_refused_naming_the_file_and_the_path() {
     // h5py stores complex numbers as a compound of two floats.
     let m = nx("complex_data.nx");
     assert!(
-        m.contains("`/entry0000/instrument/detector/data`: holds compound values"),
+        m.contains("`/entry0000/instrument/detector/data`: holds complex numbers"),
         "{m}"
     );
     let m = nx("string_angles.nx");

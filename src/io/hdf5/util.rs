@@ -243,6 +243,15 @@ pub(crate) fn describe(d: &TypeDescriptor) -> String {
         TypeDescriptor::Float(s) => format!("{}-bit floats", *s as usize * 8),
         TypeDescriptor::Boolean => "booleans".into(),
         TypeDescriptor::Enum(_) => "enumerated values".into(),
+        // h5py (and NumPy's other HDF5 writers) store complex numbers as a compound {r, i}.
+        TypeDescriptor::Compound(c)
+            if c.fields.len() == 2
+                && c.fields[0].name == "r"
+                && c.fields[1].name == "i"
+                && c.fields.iter().all(|f| matches!(f.ty, TypeDescriptor::Float(_))) =>
+        {
+            "complex numbers (a compound of `r` and `i`)".into()
+        }
         TypeDescriptor::Compound(_) => "compound values".into(),
         TypeDescriptor::FixedAscii(_)
         | TypeDescriptor::FixedUnicode(_)
