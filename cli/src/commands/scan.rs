@@ -195,7 +195,22 @@ pub fn run(args: &ScanArgs) -> Result<(), Failure> {
     stages.add("set-up", t.elapsed().as_secs_f64());
     let t = Instant::now();
     let x = match (&fbp, &settings) {
-        (Some(fbp), _) => fbp.apply(&y)?,
+        (Some(fbp), _) => {
+            // One step, its elapsed time ticking (the filter and back-projection report no
+            // progress of their own).
+            let bar = if args.quiet {
+                ProgressBar::hidden(1)
+            } else {
+                ProgressBar::new(1)
+            };
+            bar.inner().set_message(if cone { "FDK" } else { "FBP" });
+            bar.inner()
+                .enable_steady_tick(std::time::Duration::from_millis(250));
+            let x = fbp.apply(&y)?;
+            bar.inner().inc(1);
+            bar.inner().finish_and_clear();
+            x
+        }
         (None, Some(settings)) => {
             let mut bar = if args.quiet {
                 ProgressBar::hidden(settings.iterations)
