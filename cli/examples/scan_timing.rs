@@ -168,7 +168,15 @@ fn nxtomo_scan(dir: &Path, o: &Options) -> Option<PathBuf> {
         data.write_slice(&px, s![15 + a..16 + a, .., ..]).unwrap();
     }
     let keys: Array1<i32> = (0..n)
-        .map(|k| if k < 5 { 2 } else if k < 15 { 1 } else { 0 })
+        .map(|k| {
+            if k < 5 {
+                2
+            } else if k < 15 {
+                1
+            } else {
+                0
+            }
+        })
         .collect();
     det.new_dataset_builder()
         .with_data(&keys)
@@ -274,11 +282,7 @@ fn run(o: &Options, name: &str, input: &Path, extra: &[String], dir: &Path) {
     let wall = t.elapsed().as_secs_f64();
     let err = String::from_utf8_lossy(&res.stderr);
     assert!(res.status.success(), "rodl scan failed: {err}");
-    let line = err
-        .lines()
-        .filter(|l| l.contains("(total "))
-        .last()
-        .unwrap_or("");
+    let line = err.lines().rfind(|l| l.contains("(total ")).unwrap_or("");
     let stages: Vec<(String, f64)> = line
         .rsplit_once(": ")
         .map(|(_, s)| s)

@@ -54,7 +54,7 @@ pub enum Command {
     /// Scanner data to a volume: read a TIFF stack, NXtomo or DXchange file, normalise by the
     /// flats and darks, take −log, remove zingers and stripes, find the centre of rotation,
     /// reconstruct and write the volume (.npy, TIFF stack or HDF5).
-    Scan(ScanArgs),
+    Scan(Box<ScanArgs>),
     /// Describe a geometry file: shapes, sampling and detector coverage of the volume.
     Info {
         /// The geometry file (JSON).

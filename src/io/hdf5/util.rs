@@ -248,7 +248,9 @@ pub(crate) fn describe(d: &TypeDescriptor) -> String {
             if c.fields.len() == 2
                 && c.fields[0].name == "r"
                 && c.fields[1].name == "i"
-                && c.fields.iter().all(|f| matches!(f.ty, TypeDescriptor::Float(_))) =>
+                && c.fields
+                    .iter()
+                    .all(|f| matches!(f.ty, TypeDescriptor::Float(_))) =>
         {
             "complex numbers (a compound of `r` and `i`)".into()
         }
