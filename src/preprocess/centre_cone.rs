@@ -105,7 +105,7 @@ pub struct ConeCentreEstimate {
 ///     let len = (d[0] * d[0] + d[1] * d[1]).sqrt();
 ///     let o = [3.0 - src[0], 2.0 - src[1]];
 ///     let dist = (o[0] * d[1] - o[1] * d[0]).abs() / len;
-///     2.0 * (36.0 - dist * dist).max(0.0).sqrt()
+///     (2.0 * (36.0 - dist * dist).max(0.0).sqrt()) as f32
 /// });
 /// let lengths = ConeLengths { src_radius: rs, det_radius: rd, pixel_size: 1.0 };
 /// let c = find_centre_cone(p.view(), &angles, &lengths, &ConeCentreOptions::default())?;
