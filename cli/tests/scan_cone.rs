@@ -6,6 +6,7 @@
 //! against the one from the clean line integrals (`rodl fbp` on a .npy file with the true
 //! geometry) to the noise level, the two formats alike, and the phase retrieval's options.
 //! `--nocapture` prints the figures.
+#![cfg(feature = "hdf5")]
 
 use std::ffi::OsStr;
 use std::path::Path;
@@ -112,7 +113,6 @@ fn meta() -> serde_json::Value {
     })
 }
 
-#[cfg(feature = "hdf5")]
 #[test]
 fn a_noisy_cone_scan_from_nxtomo_and_tiff_files_reconstructs_to_the_noise_level() {
     let dir = TempDir::new("scan-cone");
