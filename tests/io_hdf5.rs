@@ -254,6 +254,9 @@ fn nxtomo_files_read_exactly() {
         assert!((v(&info.sample_pixel_size[0]) - 3.25e-6).abs() < 1e-18);
         assert!((v(&info.detector_distance) - 0.25).abs() < 1e-15);
         assert!((v(&info.source_distance) - 0.5).abs() < 1e-15);
+        // The energy (keV): h5py's file records it, the hdf5 crate's does not.
+        let energy = (writer == "h5py").then_some(19.5);
+        assert_eq!(info.energy.value, energy, "{writer}");
         assert_eq!(
             info.pixel_size[0].key,
             "/entry0000/instrument/detector/x_pixel_size"

@@ -362,7 +362,8 @@ pub struct ScanArgs {
     /// TomoPy's `alpha` is 1/δ/β.
     #[arg(long, value_name = "DELTA_BETA|off", default_value = "off")]
     pub paganin: OffOr<f64>,
-    /// Phase retrieval: the X-ray energy in keV.
+    /// Phase retrieval: the X-ray energy in keV (default: the NXtomo file's
+    /// `instrument/beam/incident_energy`).
     #[arg(long, value_name = "KEV", value_parser = parse_energy)]
     pub energy: Option<f64>,
     /// Phase retrieval: the sample-to-detector propagation distance in mm (default: the

@@ -64,6 +64,9 @@ pub fn open(args: &ScanArgs) -> Result<ScanInput, Failure> {
     if let Some(d) = args.source_distance {
         input.info.source_distance = mm("--source-distance", d);
     }
+    if let Some(e) = args.energy {
+        input.info.energy = FileValue::found("--energy", e);
+    }
     if let Some(d) = args.detector_distance {
         input.info.detector_distance = mm("--detector-distance", d);
     }

@@ -43,10 +43,15 @@ pub fn paganin_options(
              (data that are line integrals already)",
         ));
     }
-    let energy = args
-        .energy
-        .ok_or_else(|| Failure::usage("--paganin needs the X-ray energy: give --energy KEV"))?;
     let path = info.path.as_path();
+    // `--energy` was put into the info (scan_input::open).
+    let energy = info.energy.value.ok_or_else(|| {
+        Failure::usage(format!(
+            "--paganin needs the X-ray energy: {} records none (`{}`): give --energy KEV",
+            path.display(),
+            info.energy.key
+        ))
+    })?;
     let what = "the phase retrieval (--paganin; or give --propagation-distance MM)";
     let distance = match args.propagation_distance {
         Some(mm) => mm * 1e-3,

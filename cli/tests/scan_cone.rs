@@ -227,24 +227,33 @@ fn a_noisy_cone_scan_from_nxtomo_and_tiff_files_reconstructs_to_the_noise_level(
             .map(|(a, b)| (a - b).abs())
             .fold(0.0f32, f32::max);
         assert!(d <= 1e-6, "TIFF and NXtomo reconstructions differ by {d}");
+        // A TIFF stack records no energy.
+        let never = dir.path("never.npy");
+        let o = rodl(&[
+            OsStr::new("scan"),
+            tif.join("proj").as_os_str(),
+            "--flats".as_ref(),
+            flats.as_ref(),
+            "--paganin".as_ref(),
+            "50".as_ref(),
+            "-o".as_ref(),
+            never.as_os_str(),
+        ]);
+        let e = stderr(&o);
+        assert!(!o.status.success() && e.contains("--energy KEV"), "{e}");
     }
 
-    // Phase retrieval: the energy from the command line, the distance from the file; a
-    // smoother volume (on 0.5 mm pixels at 25 keV, δ/β = 2·10⁶ makes the filter's length
-    // √a/2π about 2 pixels).
-    let (x_pag, err) = scan(
+    // Phase retrieval: the energy (25 keV) and the distance from the file; a smoother volume
+    // (on 0.5 mm pixels δ/β = 2·10⁶ makes the filter's length √a/2π about 2 pixels); the
+    // same with the energy given on the command line.
+    let pag = ["--paganin", "2e6", "--zingers", "2000"];
+    let (x_pag, err) = scan(&nx, &dir.path("pag.npy"), &pag);
+    let (x_pag2, _) = scan(
         &nx,
-        &dir.path("pag.npy"),
-        &[
-            "--paganin",
-            "2e6",
-            "--energy",
-            "25",
-            "--zingers",
-            "2000",
-            "-v",
-        ],
+        &dir.path("pag2.npy"),
+        &[&pag[..], &["--energy", "25"]].concat(),
     );
+    assert_eq!(x_pag, x_pag2);
     assert!(x_pag.iter().all(|v| v.is_finite()), "{err}");
     let rough = |x: &ArrayD<f32>| {
         x.windows(vec![2, 1, 1])
@@ -256,7 +265,10 @@ fn a_noisy_cone_scan_from_nxtomo_and_tiff_files_reconstructs_to_the_noise_level(
     eprintln!("--paganin 2e6: total variation along x {r_pag:.4} (without {r:.4})");
     assert!(r_pag < 0.8 * r, "not smoother: {r_pag} vs {r}");
     for (args, needle) in [
-        (&["--paganin", "50"][..], "--energy"),
+        (
+            &["--paganin", "50", "--propagation-distance", "0"][..],
+            "--propagation-distance",
+        ),
         (&["--energy", "25"][..], "--paganin"),
         (
             &["--paganin", "50", "--energy", "25", "--log", "false"][..],

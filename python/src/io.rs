@@ -143,6 +143,12 @@ impl PyScan {
         self.scan.info.detector_distance.value
     }
 
+    /// The X-ray energy in keV, as recorded (NXtomo's `beam/incident_energy`).
+    #[getter]
+    fn energy(&self) -> Option<f64> {
+        self.scan.info.energy.value
+    }
+
     /// rodl's geometry JSON (`{"volume": …, "geometry": …}`, the `rodl` tool's format) for
     /// this scan: a parallel-3D or cone geometry from the recorded values, each overridable
     /// (lengths in metres; `pixel_size` sets the detector and the sample pixel size, as

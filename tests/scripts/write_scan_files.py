@@ -106,6 +106,10 @@ def write_nx_entry(f, name, source_distance, data_dtype=np.uint16, string_angles
     det["y_pixel_size"].attrs["units"] = "µm"
     det["distance"] = 250.0
     det["distance"].attrs["units"] = "mm"
+    beam = inst.create_group("beam")
+    beam.attrs["NX_class"] = "NXbeam"
+    beam["incident_energy"] = 19.5
+    beam["incident_energy"].attrs["units"] = "keV"
     if source_distance is not None:
         src = inst.create_group("source")
         src.attrs["NX_class"] = "NXsource"

@@ -77,6 +77,9 @@ def write_nxtomo_h5py(meta, proj, flats, darks, out):
         if meta.get("detector_distance") is not None:
             det["distance"] = meta["detector_distance"]
             det["distance"].attrs["units"] = "m"
+        if meta.get("energy_kev") is not None:
+            e["instrument/beam/incident_energy"] = meta["energy_kev"]
+            e["instrument/beam/incident_energy"].attrs["units"] = "keV"
         if meta.get("source_distance") is not None:
             src = e.create_group("instrument/source")
             src["distance"] = meta["source_distance"]
