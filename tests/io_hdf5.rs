@@ -254,6 +254,9 @@ fn nxtomo_files_read_exactly() {
         assert!((v(&info.sample_pixel_size[0]) - 3.25e-6).abs() < 1e-18);
         assert!((v(&info.detector_distance) - 0.25).abs() < 1e-15);
         assert!((v(&info.source_distance) - 0.5).abs() < 1e-15);
+        // The energy (keV): h5py's file records it, the hdf5 crate's does not.
+        let energy = (writer == "h5py").then_some(19.5);
+        assert_eq!(info.energy.value, energy, "{writer}");
         assert_eq!(
             info.pixel_size[0].key,
             "/entry0000/instrument/detector/x_pixel_size"
@@ -482,4 +485,67 @@ fn malformed_files_are_refused_naming_the_file_and_the_path() {
     hdf5::File::create(&p).unwrap();
     let (_, m) = io_message(DxFile::open(&p).unwrap_err());
     assert!(m.contains("`/exchange/data`: not found"), "{m}");
+}
+
+#[test]
+fn element_types_rodl_cannot_read_are_refused_naming_the_file_and_the_path() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let py = dir.path().join("h5py");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scripts/write_scan_files.py");
+    let written = Command::new("python3")
+        .args(["-c", "import numpy, h5py"])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false)
+        && Command::new("python3")
+            .arg(&script)
+            .arg("hdf5")
+            .arg(&py)
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+    if !written {
+        eprintln!("python3 has no h5py: the element types are not checked");
+        return;
+    }
+    let refused = py.join("refused");
+    let nx = |name: &str| {
+        let p = refused.join(name);
+        let (path, m) = io_message(
+            NxTomoFile::open(&p)
+                .and_then(|f| f.read_scan())
+                .unwrap_err(),
+        );
+        assert_eq!(path, p);
+        println!("{name}: {m}");
+        m
+    };
+    let dx = |name: &str| {
+        let p = refused.join(name);
+        let (path, m) = io_message(DxFile::open(&p).and_then(|f| f.read_scan()).unwrap_err());
+        assert_eq!(path, p);
+        println!("{name}: {m}");
+        m
+    };
+    // h5py stores complex numbers as a compound of two floats.
+    let m = nx("complex_data.nx");
+    assert!(
+        m.contains("`/entry0000/instrument/detector/data`: holds complex numbers"),
+        "{m}"
+    );
+    let m = nx("string_angles.nx");
+    assert!(
+        m.contains("`/entry0000/sample/rotation_angle`: holds strings"),
+        "{m}"
+    );
+    let m = dx("bool_data.h5");
+    assert!(m.contains("`/exchange/data`: holds booleans"), "{m}");
+    let m = dx("compound_theta.h5");
+    assert!(
+        m.contains("`/exchange/theta`: holds compound values"),
+        "{m}"
+    );
+    let m = dx("string_white.h5");
+    assert!(m.contains("`/exchange/data_white`: holds strings"), "{m}");
 }

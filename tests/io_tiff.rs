@@ -105,6 +105,26 @@ fn stacks() -> (tempfile::TempDir, PathBuf) {
                     enc.write_image::<colortype::RGB8>(COLS as u32, ROWS as u32, &v)
                         .unwrap()
                 }
+                "rgb16" => {
+                    let v = vec![0u16; ROWS * COLS * 3];
+                    enc.write_image::<colortype::RGB16>(COLS as u32, ROWS as u32, &v)
+                        .unwrap()
+                }
+                "i64" => {
+                    let v = vec![0i64; ROWS * COLS];
+                    enc.write_image::<colortype::GrayI64>(COLS as u32, ROWS as u32, &v)
+                        .unwrap()
+                }
+                "u32" => {
+                    let v = vec![0u32; ROWS * COLS];
+                    enc.write_image::<colortype::Gray32>(COLS as u32, ROWS as u32, &v)
+                        .unwrap()
+                }
+                "i8" => {
+                    let v = vec![0i8; ROWS * COLS];
+                    enc.write_image::<colortype::GrayI8>(COLS as u32, ROWS as u32, &v)
+                        .unwrap()
+                }
                 _ => unreachable!(),
             }
         }
@@ -132,6 +152,11 @@ fn stacks() -> (tempfile::TempDir, PathBuf) {
     write(out.join("refused/int16.tif"), &[vec![]], "i16");
     write(out.join("refused/float64.tif"), &[vec![]], "f64");
     write(out.join("refused/rgb.tif"), &[vec![]], "rgb");
+    write(out.join("refused/rgb16.tif"), &[vec![]], "rgb16");
+    write(out.join("refused/int64.tif"), &[vec![]], "i64");
+    write(out.join("refused/uint32.tif"), &[vec![]], "u32");
+    write(out.join("refused/int8.tif"), &[vec![]], "i8");
+    // (The tiff crate writes no complex pages: complex64.tif comes from tifffile only.)
     let zeros16 = |rows: usize| bytes16(vec![0u16; rows * COLS]);
     write(out.join("mixed_size/a.tif"), &[zeros16(ROWS)], "u16");
     write(out.join("mixed_size/b.tif"), &[zeros16(ROWS + 1)], "u16");
@@ -226,7 +251,15 @@ fn malformed_stacks_are_refused_naming_the_file() {
         ("int16.tif", "16-bit signed integer"),
         ("float64.tif", "64-bit float"),
         ("rgb.tif", "RGB"),
+        ("rgb16.tif", "RGB"),
+        ("int64.tif", "64-bit signed integer"),
+        ("uint32.tif", "32-bit unsigned integer"),
+        ("int8.tif", "8-bit signed integer"),
+        ("complex64.tif", "complex float"),
     ] {
+        if !out.join("refused").join(name).exists() {
+            continue; // complex64.tif without tifffile
+        }
         let (path, m) = err(out.join("refused").join(name));
         assert!(path.ends_with(name), "{name}: {m}");
         assert!(

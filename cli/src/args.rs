@@ -54,7 +54,7 @@ pub enum Command {
     /// Scanner data to a volume: read a TIFF stack, NXtomo or DXchange file, normalise by the
     /// flats and darks, take −log, remove zingers and stripes, find the centre of rotation,
     /// reconstruct and write the volume (.npy, TIFF stack or HDF5).
-    Scan(ScanArgs),
+    Scan(Box<ScanArgs>),
     /// Describe a geometry file: shapes, sampling and detector coverage of the volume.
     Info {
         /// The geometry file (JSON).
@@ -291,7 +291,7 @@ fn parse_size(text: &str) -> Result<usize, String> {
 /// Arguments of `scan`.
 #[derive(Args, Debug)]
 pub struct ScanArgs {
-    /// The scan: an NXtomo (.nxs, .h5) or DXchange (.h5) file, a folder of TIFF files, or a
+    /// The scan: an NXtomo (.nx, .nxs, .h5) or DXchange (.h5) file, a folder of TIFF files, or a
     /// pattern of TIFF files (`proj_*.tif`).
     #[arg(value_name = "IN")]
     pub input: PathBuf,
@@ -355,8 +355,24 @@ pub struct ScanArgs {
     /// across the detector, on the line integrals; `off` (the default) keeps them.
     #[arg(long, value_name = "WIDTH|off", default_value = "off")]
     pub stripes: OffOr<usize>,
-    /// The centre of rotation: `auto` (found from two opposite views, parallel beam; a cone
-    /// scan takes 0), `off` (the detector's centre), or a detector shift in pixels.
+    /// Single-material phase retrieval (Paganin et al. 2002) with this δ/β, on the
+    /// transmission before −log (needs --energy; the propagation distance is the file's
+    /// detector distance unless --propagation-distance is given, the pixel size the file's or
+    /// --pixel-size; a cone beam's magnification is applied); `off` (the default) skips it.
+    /// TomoPy's `alpha` is 1/δ/β.
+    #[arg(long, value_name = "DELTA_BETA|off", default_value = "off")]
+    pub paganin: OffOr<f64>,
+    /// Phase retrieval: the X-ray energy in keV (default: the NXtomo file's
+    /// `instrument/beam/incident_energy`).
+    #[arg(long, value_name = "KEV", value_parser = parse_energy)]
+    pub energy: Option<f64>,
+    /// Phase retrieval: the sample-to-detector propagation distance in mm (default: the
+    /// file's detector distance, or --detector-distance).
+    #[arg(long, value_name = "MM", value_parser = parse_length)]
+    pub propagation_distance: Option<f64>,
+    /// The centre of rotation: `auto` (found from two opposite views in a parallel beam, from
+    /// all pairs of opposite rays near the orbit's plane in a circular cone beam), `off` (the
+    /// detector's centre), or a detector shift in pixels.
     #[arg(
         long,
         value_name = "auto|off|PIXELS",
@@ -398,6 +414,14 @@ pub struct ScanArgs {
     /// Report each stage's time (read, preprocess, set-up, compute, write) and the centre.
     #[arg(long, short)]
     pub verbose: bool,
+}
+
+/// An X-ray energy in keV: a finite number > 0.
+fn parse_energy(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() && x > 0.0 => Ok(x),
+        _ => Err(format!("expected an energy in keV > 0, got {text:?}")),
+    }
 }
 
 /// A length in mm: a finite number > 0.

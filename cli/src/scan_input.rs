@@ -28,7 +28,10 @@ fn is_hdf5(path: &Path) -> bool {
     let ext = path
         .extension()
         .map(|e| e.to_string_lossy().to_ascii_lowercase());
-    matches!(ext.as_deref(), Some("h5" | "hdf5" | "hdf" | "nxs" | "cxi"))
+    matches!(
+        ext.as_deref(),
+        Some("h5" | "hdf5" | "hdf" | "nx" | "nxs" | "cxi")
+    )
 }
 
 /// Opens the scan of `args` and applies the command line's overrides.
@@ -60,6 +63,9 @@ pub fn open(args: &ScanArgs) -> Result<ScanInput, Failure> {
     }
     if let Some(d) = args.source_distance {
         input.info.source_distance = mm("--source-distance", d);
+    }
+    if let Some(e) = args.energy {
+        input.info.energy = FileValue::found("--energy", e);
     }
     if let Some(d) = args.detector_distance {
         input.info.detector_distance = mm("--detector-distance", d);

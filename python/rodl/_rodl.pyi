@@ -63,6 +63,8 @@ __all__ = [
     "remove_zingers",
     "remove_stripes",
     "find_centre",
+    "find_centre_cone",
+    "paganin",
 ]
 
 __version__: str
@@ -394,6 +396,8 @@ class Scan:
     def source_distance(self) -> Optional[float]: ...
     @property
     def detector_distance(self) -> Optional[float]: ...
+    @property
+    def energy(self) -> Optional[float]: ...
     def geometry_json(
         self,
         det_offset_px: float = 0.0,
@@ -422,3 +426,21 @@ def find_centre(
     max_offset_px: Optional[float] = None,
     max_angle_mismatch: Optional[float] = None,
 ) -> Tuple[float, float]: ...
+def find_centre_cone(
+    data: _ArrayLike,
+    angles: Sequence[float],
+    src_radius: float,
+    det_radius: float,
+    pixel_size: float,
+    max_offset_px: Optional[float] = None,
+    rows: Optional[Tuple[int, int]] = None,
+) -> Tuple[float, float]: ...
+def paganin(
+    data: _ArrayLike,
+    delta_beta: float,
+    energy: float,
+    distance: float,
+    pixel_size: Union[float, Tuple[float, float]],
+    magnification: float = 1.0,
+    padding: bool = True,
+) -> _Array: ...

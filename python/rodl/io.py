@@ -34,8 +34,10 @@ __all__ = [
     "HDF5_BUILT",
     "Scan",
     "find_centre",
+    "find_centre_cone",
     "flat_field",
     "neg_log",
+    "paganin",
     "read_dxchange",
     "read_nxtomo",
     "read_tiff",
@@ -115,6 +117,57 @@ def find_centre(
     fractional pixel index along u and the detector shift for :func:`scan_geometry`."""
     angles = [float(a) for a in _host(angles)]
     return _rodl.find_centre(_host(data), angles, max_offset_px, max_angle_mismatch)
+
+
+def find_centre_cone(
+    data: Any,
+    angles: Any,
+    src_radius: float,
+    det_radius: float,
+    pixel_size: float,
+    max_offset_px: Optional[float] = None,
+    rows: Optional[Tuple[int, int]] = None,
+) -> Tuple[float, float]:
+    """The centre of rotation of a circular cone-beam scan (line integrals ``[angle, u, v]`` on
+    a flat detector, ``angles`` in radians, over a full turn or half a turn plus the fan angle)
+    from the pairs of opposite rays in the detector rows near the orbit's plane (``rows``
+    ``(start, stop)``; default the middle eighth): ``(axis_px, det_offset_px)`` as for
+    :func:`find_centre`. ``src_radius`` (source to axis), ``det_radius`` (axis to detector) and
+    ``pixel_size`` (along u) are in one unit, e.g. the scan's ``source_distance``,
+    ``detector_distance`` and ``pixel_size[0]``."""
+    angles = [float(a) for a in _host(angles)]
+    return _rodl.find_centre_cone(
+        _host(data), angles, src_radius, det_radius, pixel_size, max_offset_px, rows
+    )
+
+
+def paganin(
+    data: Any,
+    delta_beta: float,
+    energy: float,
+    distance: float,
+    pixel_size: Any,
+    magnification: float = 1.0,
+    padding: bool = True,
+) -> Any:
+    """Single-material phase retrieval (Paganin et al. 2002) of flat-field corrected
+    transmission frames ``[angle, u, v]``, before :func:`neg_log`: each frame's Fourier
+    transform is divided by ``1 + pi * wavelength * distance * magnification * delta_beta *
+    |f|^2``. ``energy`` in keV; ``distance`` (sample to detector) and ``pixel_size`` (a number,
+    or ``(u, v)``) in metres; ``magnification`` that of a cone beam (1 for a parallel beam,
+    whose pixel size is the sample plane's). Frames are padded with their edge values to twice
+    their size unless ``padding=False``. TomoPy's ``retrieve_phase`` ``alpha`` is
+    ``1 / delta_beta``. Returns the filtered transmission (float32)."""
+    return _apply(
+        _rodl.paganin,
+        (data,),
+        delta_beta,
+        energy,
+        distance,
+        _host(pixel_size),
+        magnification,
+        padding,
+    )
 
 
 def scan_geometry(

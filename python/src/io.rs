@@ -1,6 +1,7 @@
 //! Scanner data in (`rodl.io`): TIFF stacks and, in builds with rodl's `hdf5` feature, NXtomo
 //! and DXchange files, read by `rodl::io` into a [`PyScan`]; and `rodl::preprocess` on NumPy
-//! arrays (flat/dark correction, −log, zingers, stripes, the centre of rotation).
+//! arrays (flat/dark correction, −log, zingers, stripes, phase retrieval, the centre of
+//! rotation of parallel and cone beams).
 
 use std::path::PathBuf;
 
@@ -8,7 +9,9 @@ use ndarray::{Array3, ArrayD, Ix3};
 use numpy::{PyArray1, PyArray3};
 use pyo3::prelude::*;
 use rodl::io::{BeamChoice, FileValue, Frames, LengthUnit, Scan, ScanFormat, ScanGeometryOptions};
-use rodl::preprocess::{self, CentreOptions, FlatField, ZingerOptions};
+use rodl::preprocess::{
+    self, CentreOptions, ConeCentreOptions, ConeLengths, FlatField, PaganinOptions, ZingerOptions,
+};
 
 use crate::array::read;
 use crate::errors::{value_error, IntoPyResult};
@@ -138,6 +141,12 @@ impl PyScan {
     #[getter]
     fn detector_distance(&self) -> Option<f64> {
         self.scan.info.detector_distance.value
+    }
+
+    /// The X-ray energy in keV, as recorded (NXtomo's `beam/incident_energy`).
+    #[getter]
+    fn energy(&self) -> Option<f64> {
+        self.scan.info.energy.value
     }
 
     /// rodl's geometry JSON (`{"volume": …, "geometry": …}`, the `rodl` tool's format) for
@@ -391,6 +400,86 @@ fn find_centre<'py>(
     Ok((c.axis_px, c.det_offset_px))
 }
 
+/// Single-material phase retrieval (Paganin et al. 2002) of transmission frames
+/// `[angle, u, v]` (flat-field corrected, before −log): each frame's Fourier transform divided
+/// by `1 + π λ z M (δ/β) |f|²`; returns a new float32 array (still a transmission).
+#[pyfunction]
+#[pyo3(signature = (data, delta_beta, energy, distance, pixel_size, magnification=1.0,
+                    padding=true))]
+#[allow(clippy::too_many_arguments)]
+fn paganin<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    delta_beta: f64,
+    energy: f64,
+    distance: f64,
+    pixel_size: &Bound<'py, PyAny>,
+    magnification: f64,
+    padding: bool,
+) -> PyResult<Bound<'py, PyArray3<f32>>> {
+    let pixel_size: [f64; 2] = match pixel_size.extract::<f64>() {
+        Ok(p) => [p, p],
+        Err(_) => pixel_size
+            .extract::<(f64, f64)>()
+            .map(|(u, v)| [u, v])
+            .map_err(|_| {
+                value_error("pixel_size: expected a number or a pair (u, v) of numbers (metres)")
+            })?,
+    };
+    let opts = PaganinOptions {
+        delta_beta,
+        wavelength: preprocess::wavelength_m(energy),
+        distance,
+        pixel_size,
+        magnification,
+        padding,
+    };
+    if !(energy.is_finite() && energy > 0.0) {
+        return Err(value_error(format!(
+            "energy: expected a number of keV > 0, got {energy}"
+        )));
+    }
+    let mut a = stack(data, "data")?;
+    py.detach(|| preprocess::paganin(a.view_mut(), &opts))
+        .py()?;
+    Ok(PyArray3::from_owned_array(py, a))
+}
+
+/// The centre of rotation of a circular cone-beam scan (line integrals `[angle, u, v]`,
+/// `angles` in radians, the source-to-axis and axis-to-detector distances and the pixel size
+/// along u in one unit) from the pairs of opposite rays near the orbit's plane:
+/// `(axis_px, det_offset_px)`.
+#[pyfunction]
+#[pyo3(signature = (data, angles, src_radius, det_radius, pixel_size, max_offset_px=None,
+                    rows=None))]
+#[allow(clippy::too_many_arguments)]
+fn find_centre_cone<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    angles: Vec<f64>,
+    src_radius: f64,
+    det_radius: f64,
+    pixel_size: f64,
+    max_offset_px: Option<f64>,
+    rows: Option<(usize, usize)>,
+) -> PyResult<(f64, f64)> {
+    let a = stack(data, "data")?;
+    let opts = ConeCentreOptions {
+        max_offset_px,
+        rows: rows.map(|(lo, hi)| lo..hi),
+        ..Default::default()
+    };
+    let lengths = ConeLengths {
+        src_radius,
+        det_radius,
+        pixel_size,
+    };
+    let c = py
+        .detach(|| preprocess::find_centre_cone(a.view(), &angles, &lengths, &opts))
+        .py()?;
+    Ok((c.axis_px, c.det_offset_px))
+}
+
 // The default of `neg_log` above is the library's.
 const _: () = assert!(preprocess::NEG_LOG_FLOOR == 1e-6);
 
@@ -406,5 +495,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(remove_zingers, m)?)?;
     m.add_function(wrap_pyfunction!(remove_stripes, m)?)?;
     m.add_function(wrap_pyfunction!(find_centre, m)?)?;
+    m.add_function(wrap_pyfunction!(find_centre_cone, m)?)?;
+    m.add_function(wrap_pyfunction!(paganin, m)?)?;
     Ok(())
 }

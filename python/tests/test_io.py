@@ -169,6 +169,7 @@ def test_an_nxtomo_file_written_by_esrf_nxtomo_reads_and_reconstructs(tmp_path):
     nx.sample.rotation_angle = np.concatenate([np.zeros(5), np.degrees(ANGLES)]) * ureg.degree
     nx.instrument.detector.x_pixel_size = 1.0 * ureg.millimeter
     nx.instrument.detector.y_pixel_size = 1.0 * ureg.millimeter
+    nx.instrument.beam.incident_energy = 17500.0 * ureg.eV
     nx.save(file_path=str(tmp_path / "scan.nx"), data_path="entry0000")
 
     scan = rodl.io.read_nxtomo(tmp_path / "scan.nx")
@@ -176,6 +177,7 @@ def test_an_nxtomo_file_written_by_esrf_nxtomo_reads_and_reconstructs(tmp_path):
     np.testing.assert_array_equal(scan.projections, raw.astype(np.float32))
     np.testing.assert_allclose(scan.angles, ANGLES, atol=1e-12)
     assert scan.pixel_size == (1e-3, 1e-3)
+    assert scan.energy == pytest.approx(17.5)  # keV, from eV
     data = rodl.io.neg_log(rodl.io.flat_field(scan.projections, scan.flats, scan.darks))
     _, offset = rodl.io.find_centre(data, scan.angles)
     assert abs(offset - SHIFT) < 0.1

@@ -88,6 +88,9 @@ pub struct ScanInfo {
     pub source_distance: FileValue,
     /// The distance from the rotation axis to the detector (metres).
     pub detector_distance: FileValue,
+    /// The X-ray energy in keV (phase retrieval needs it, see
+    /// [`crate::preprocess::PaganinOptions`]).
+    pub energy: FileValue,
 }
 
 /// A stack of flat or dark frames and where they were taken.
@@ -225,6 +228,7 @@ impl ScanInfo {
             sample_pixel_size: [none("sample_pixel_size[u]"), none("sample_pixel_size[v]")],
             source_distance: none("source_distance"),
             detector_distance: none("detector_distance"),
+            energy: none("energy"),
         })
     }
 }

@@ -159,7 +159,9 @@ fn page_header(
                 1 => "unsigned integer",
                 2 => "signed integer",
                 3 => "float",
-                _ => "undefined",
+                5 => "complex integer",
+                6 => "complex float",
+                _ => "untyped",
             };
             return Err(at(format!(
                 "{bits}-bit {kind} pixels; rodl reads grayscale pages of 8- or 16-bit \

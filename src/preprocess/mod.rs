@@ -1,8 +1,10 @@
 //! Preprocessing of scanner data before reconstruction: flat/dark normalisation
 //! ([`FlatField`]), `−log` with a documented clamp ([`neg_log()`]), zinger removal
 //! ([`remove_zingers`]), stripe (ring) removal ([`remove_stripes_sorting`], Vo et al. 2018) and
-//! the centre of rotation of parallel-beam scans ([`find_centre_parallel`]), whose result is a
-//! detector shift for the geometry, never a resampling of the data.
+//! single-material phase retrieval ([`paganin()`], Paganin et al. 2002) and the centre of
+//! rotation of parallel-beam ([`find_centre_parallel`]) and circular cone-beam scans
+//! ([`find_centre_cone`]), whose result is a detector shift for the geometry, never a
+//! resampling of the data.
 //!
 //! Every step works in place on host arrays in rodl's sinogram layout `[angle, u, v]` (or a
 //! chunk of it: a range of views for the per-view steps, all views of a range of rows for the
@@ -27,13 +29,17 @@
 //! ```
 
 mod centre;
+mod centre_cone;
 mod flat_field;
 mod neg_log;
+mod paganin;
 mod stripe;
 mod zinger;
 
 pub use centre::{find_centre_parallel, opposite_views, CentreEstimate, CentreOptions};
+pub use centre_cone::{find_centre_cone, ConeCentreEstimate, ConeCentreOptions, ConeLengths};
 pub use flat_field::{FlatField, FlatFieldReport};
 pub use neg_log::{neg_log, NEG_LOG_FLOOR};
+pub use paganin::{paganin, wavelength_m, PaganinOptions, HC_KEV_M};
 pub use stripe::remove_stripes_sorting;
 pub use zinger::{remove_zingers, ZingerOptions};

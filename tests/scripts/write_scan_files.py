@@ -57,6 +57,13 @@ def write_tiff(out):
     tifffile.imwrite(
         os.path.join(d, "rgb.tif"), np.zeros((ROWS, COLS, 3), np.uint8), photometric="rgb"
     )
+    tifffile.imwrite(os.path.join(d, "int64.tif"), np.zeros((ROWS, COLS), np.int64))
+    tifffile.imwrite(os.path.join(d, "uint32.tif"), np.zeros((ROWS, COLS), np.uint32))
+    tifffile.imwrite(os.path.join(d, "int8.tif"), np.zeros((ROWS, COLS), np.int8))
+    tifffile.imwrite(os.path.join(d, "complex64.tif"), np.zeros((ROWS, COLS), np.complex64))
+    tifffile.imwrite(
+        os.path.join(d, "rgb16.tif"), np.zeros((ROWS, COLS, 3), np.uint16), photometric="rgb"
+    )
     # Mixed sizes and mixed pixel types.
     d = os.path.join(out, "mixed_size")
     os.makedirs(d, exist_ok=True)
@@ -77,7 +84,7 @@ def nx_value(k, r, c):
 NX_KEYS = [2] * 2 + [1] * 3 + [0] * 20 + [1] * 3 + [-1]
 
 
-def write_nx_entry(f, name, source_distance):
+def write_nx_entry(f, name, source_distance, data_dtype=np.uint16, string_angles=False):
     n = len(NX_KEYS)
     e = f.create_group(name)
     e.attrs["NX_class"] = "NXentry"
@@ -87,7 +94,7 @@ def write_nx_entry(f, name, source_distance):
     inst.attrs["NX_class"] = "NXinstrument"
     det = inst.create_group("detector")
     det.attrs["NX_class"] = "NXdetector"
-    det["data"] = frames(n, nx_value, np.uint16)
+    det["data"] = frames(n, nx_value, data_dtype)
     control = np.array(NX_KEYS, np.int32)
     det["image_key_control"] = control
     key = control.copy()
@@ -99,6 +106,10 @@ def write_nx_entry(f, name, source_distance):
     det["y_pixel_size"].attrs["units"] = "µm"
     det["distance"] = 250.0
     det["distance"].attrs["units"] = "mm"
+    beam = inst.create_group("beam")
+    beam.attrs["NX_class"] = "NXbeam"
+    beam["incident_energy"] = 19.5
+    beam["incident_energy"].attrs["units"] = "keV"
     if source_distance is not None:
         src = inst.create_group("source")
         src.attrs["NX_class"] = "NXsource"
@@ -110,7 +121,7 @@ def write_nx_entry(f, name, source_distance):
     proj = np.flatnonzero(np.array(NX_KEYS) == 0)
     angles[proj] = np.arange(len(proj)) * 9.0  # 0°, 9°, …, 171°
     angles[-1] = 90.0
-    sample["rotation_angle"] = angles
+    sample["rotation_angle"] = angles.astype("S8") if string_angles else angles
     sample["rotation_angle"].attrs["units"] = "degree"
     sample["x_pixel_size"] = 3.25e-6
     sample["x_pixel_size"].attrs["units"] = "m"
@@ -137,6 +148,27 @@ def write_hdf5(out):
         det["pixel_size_x"] = 1.3
         det["pixel_size_x"].attrs["units"] = "um"
         det["pixel_size_y"] = 1.3  # no units: counts as missing
+    # Element types rodl refuses: complex (h5py's compound {r, i}) and string datasets.
+    refused = os.path.join(out, "refused")
+    os.makedirs(refused, exist_ok=True)
+    with h5py.File(os.path.join(refused, "complex_data.nx"), "w") as f:
+        write_nx_entry(f, "entry0000", 0.5, data_dtype=np.complex64)
+    with h5py.File(os.path.join(refused, "string_angles.nx"), "w") as f:
+        write_nx_entry(f, "entry0000", 0.5, string_angles=True)
+    pair = np.dtype([("angle", np.float64), ("flag", np.int32)])
+    for name, field, value in [
+        ("bool_data.h5", "data", np.zeros((12, ROWS, COLS), bool)),
+        ("compound_theta.h5", "theta", np.zeros(12, pair)),
+        ("string_white.h5", "data_white", np.array([[["w"] * COLS] * ROWS] * 3, "S4")),
+    ]:
+        with h5py.File(os.path.join(refused, name), "w") as f:
+            ex = f.create_group("exchange")
+            ex["data"] = frames(12, lambda k, r, c: k + 0.5 * r + 0.25 * c, np.float32)
+            ex["data_white"] = frames(3, lambda k, r, c: 100.0 + k + r + c, np.float32)
+            ex["data_dark"] = frames(2, lambda k, r, c: 10.0 + k, np.float32)
+            ex["theta"] = np.arange(12) * 15.0
+            del ex[field]
+            ex[field] = value
 
 
 if __name__ == "__main__":

@@ -3,10 +3,13 @@
 //!
 //! The projections are streamed from the file in chunks of views; each chunk is cleaned of
 //! zingers, normalised by the flats and darks and turned into line integrals as it arrives
-//! ([`rodl::preprocess`]), keeping only the detector rows asked for (`--rows`), so that memory
-//! holds the preprocessed rows, not the raw file. Stripes are then removed row by row, the
-//! centre of rotation is found from the two views closest to 180° apart (parallel beams) and
-//! carried into the geometry as a detector shift, and the volume of the rows' slab is
+//! ([`rodl::preprocess`]; with `--paganin` the phase retrieval filters each whole frame before
+//! `−log`), keeping only the detector rows asked for (`--rows`), so that memory holds the
+//! preprocessed rows, not the raw file. Stripes are then removed row by row, the centre of
+//! rotation is found (from the two views closest to 180° apart in a parallel beam, from the
+//! pairs of opposite rays near the orbit's plane in a circular cone beam:
+//! [`crate::scan_steps`]) and carried into the geometry as a detector shift, and the volume
+//! of the rows' slab is
 //! reconstructed and written. The geometry built is the file's (see
 //! [`rodl::io::ScanInfo::geometry_spec`]) in millimetres, restricted to the rows.
 //!
@@ -23,8 +26,8 @@ use rodl::io::{
 };
 use rodl::memory::{format_bytes, host_memory_limit};
 use rodl::preprocess::{
-    find_centre_parallel, neg_log, remove_stripes_sorting, remove_zingers, CentreEstimate,
-    CentreOptions, FlatField, ZingerOptions, NEG_LOG_FLOOR,
+    neg_log, paganin, remove_stripes_sorting, remove_zingers, FlatField, PaganinOptions,
+    ZingerOptions, NEG_LOG_FLOOR,
 };
 use rodl::solvers::callback::ProgressBar;
 use rodl::tomo::{fbp_op, FbpOptions, FilterType, TomoSpec};
@@ -37,6 +40,7 @@ use crate::io::{check_finite, write_npy, AnyArray};
 use crate::output::{check_distinct, Outputs};
 use crate::scan_input::{self, ScanInput};
 use crate::scan_options::{BeamArg, CentreArg, TiffDepth, VolumeFormat};
+use crate::scan_steps::{find_centre, note_centre, paganin_options};
 use crate::stages::Stages;
 use crate::Failure;
 
@@ -130,44 +134,36 @@ pub fn run(args: &ScanArgs) -> Result<(), Failure> {
         BeamArg::Auto => input.info.source_distance.value.is_some(),
     };
 
-    let data = read_preprocessed(&mut input, rows.clone(), args, &mut stages)?;
-
-    let t = Instant::now();
-    let (det_offset_px, centre) = match args.centre {
-        CentreArg::Off => (0.0, None),
-        CentreArg::Shift(x) => (x, None),
-        CentreArg::Auto if cone => {
-            crate::term::note(
-                "rodl: note: the centre of a cone scan is not searched: the detector's centre \
-                 is used (give --centre PIXELS to shift it)",
-            );
-            (0.0, None)
-        }
-        CentreArg::Auto => {
-            let c =
-                find_centre_parallel(data.view(), &input.info.angles, &CentreOptions::default())
-                    .map_err(|e| {
-                        Failure::new(format!(
-                        "finding the centre of rotation: {} (give --centre PIXELS or --centre off)",
-                        crate::error_message(&e)
-                    ))
-                    })?;
-            (c.det_offset_px, Some(c))
-        }
-    };
-    stages.add("preprocess", t.elapsed().as_secs_f64());
-    if args.verbose {
-        note_centre(det_offset_px, centre.as_ref());
-    }
-
+    let phase = paganin_options(args, &input.info, cone)?;
     let opts = ScanGeometryOptions {
         beam: if cone {
             rodl::io::BeamChoice::Cone
         } else {
             rodl::io::BeamChoice::Parallel
         },
-        det_offset_px,
         ..ScanGeometryOptions::default()
+    };
+    // The geometry without a shift: its values are checked before the data are read.
+    let unshifted = input.info.geometry_spec(&opts)?;
+
+    let data = read_preprocessed(&mut input, rows.clone(), phase.as_ref(), args, &mut stages)?;
+
+    let t = Instant::now();
+    let (det_offset_px, centre) = match args.centre {
+        CentreArg::Off => (0.0, None),
+        CentreArg::Shift(x) => (x, None),
+        CentreArg::Auto => {
+            let c = find_centre(data.view(), &input.info.angles, &unshifted, cone)?;
+            (c.det_offset_px(), Some(c))
+        }
+    };
+    stages.add("preprocess", t.elapsed().as_secs_f64());
+    if args.verbose {
+        note_centre(det_offset_px, centre.as_ref());
+    }
+    let opts = ScanGeometryOptions {
+        det_offset_px,
+        ..opts
     };
     let spec = rows_spec(input.info.tomo_spec(&opts, None)?, rows.clone(), nv);
     let json = spec.to_json()?;
@@ -199,7 +195,22 @@ pub fn run(args: &ScanArgs) -> Result<(), Failure> {
     stages.add("set-up", t.elapsed().as_secs_f64());
     let t = Instant::now();
     let x = match (&fbp, &settings) {
-        (Some(fbp), _) => fbp.apply(&y)?,
+        (Some(fbp), _) => {
+            // One step, its elapsed time ticking (the filter and back-projection report no
+            // progress of their own).
+            let bar = if args.quiet {
+                ProgressBar::hidden(1)
+            } else {
+                ProgressBar::new(1)
+            };
+            bar.inner().set_message(if cone { "FDK" } else { "FBP" });
+            bar.inner()
+                .enable_steady_tick(std::time::Duration::from_millis(250));
+            let x = fbp.apply(&y)?;
+            bar.inner().inc(1);
+            bar.inner().finish_and_clear();
+            x
+        }
         (None, Some(settings)) => {
             let mut bar = if args.quiet {
                 ProgressBar::hidden(settings.iterations)
@@ -312,20 +323,24 @@ fn check_memory(n: usize, nu: usize, rows: usize, iterative: bool) -> Result<(),
     Ok(())
 }
 
-/// Streams the projections, keeping `rows`, and preprocesses them: zingers, flat field, −log
-/// per chunk of views, then stripes over all views. Returns `[angle, u, rows]`.
+/// Streams the projections, keeping `rows`, and preprocesses them: zingers, flat field, the
+/// phase retrieval (on whole frames, which it filters along v too), −log per chunk of views,
+/// then stripes over all views. Returns `[angle, u, rows]`.
 fn read_preprocessed(
     input: &mut ScanInput,
     rows: Range<usize>,
+    phase: Option<&PaganinOptions>,
     args: &ScanArgs,
     stages: &mut Stages,
 ) -> Result<Array3<f32>, Failure> {
     let t = Instant::now();
-    let [nu, _] = input.info.detector_shape;
+    let [nu, nv] = input.info.detector_shape;
     let n = input.projections.len();
     let zingers = args.zingers.0.map(|t| ZingerOptions::new(t as f32));
+    // The rows corrected before −log: all of them when the phase retrieval filters along v.
+    let pre = if phase.is_some() { 0..nv } else { rows.clone() };
     let crop = |f: &Frames| Frames {
-        data: f.data.slice(s![.., .., rows.clone()]).to_owned(),
+        data: f.data.slice(s![.., .., pre.clone()]).to_owned(),
         positions: f.positions.clone(),
     };
     let flat_field = if args.flat_field {
@@ -376,13 +391,28 @@ fn read_preprocessed(
         let t = Instant::now();
         let k = chunk.shape()[0];
         let mut out = data.slice_mut(s![first..first + k, .., ..]);
-        out.assign(&chunk.slice(s![.., .., rows.clone()]));
-        if let Some(z) = &zingers {
-            remove_zingers(out.view_mut(), z)?;
-        }
-        if let Some(ff) = &flat_field {
-            let at = positions.as_ref().map(|p| &p[first..first + k]);
-            bad_pixels += ff.apply(out.view_mut(), at)?.bad_pixels;
+        let at = positions.as_ref().map(|p| &p[first..first + k]);
+        // Zingers and the flat field, on the rows kept or (before the phase retrieval) all.
+        let correct = |mut frames: ndarray::ArrayViewMut3<'_, f32>| -> rodl::Result<usize> {
+            if let Some(z) = &zingers {
+                remove_zingers(frames.view_mut(), z)?;
+            }
+            match &flat_field {
+                Some(ff) => Ok(ff.apply(frames, at)?.bad_pixels),
+                None => Ok(0),
+            }
+        };
+        match phase {
+            Some(opts) => {
+                let mut whole = chunk.to_owned();
+                bad_pixels += correct(whole.view_mut())?;
+                paganin(whole.view_mut(), opts)?;
+                out.assign(&whole.slice(s![.., .., rows.clone()]));
+            }
+            None => {
+                out.assign(&chunk.slice(s![.., .., rows.clone()]));
+                bad_pixels += correct(out.view_mut())?;
+            }
         }
         if log {
             neg_log(out.view_mut(), NEG_LOG_FLOOR);
@@ -417,23 +447,6 @@ fn read_preprocessed(
         )));
     }
     Ok(data)
-}
-
-/// The `--verbose` line about the centre of rotation.
-fn note_centre(det_offset_px: f64, centre: Option<&CentreEstimate>) {
-    let line = match centre {
-        Some(c) => format!(
-            "rodl: centre of rotation: axis at u = {:.2} px, a detector shift of {:.2} px \
-             (views {} and {}, {:.3}° from 180° apart)",
-            c.axis_px,
-            c.det_offset_px,
-            c.views.0,
-            c.views.1,
-            c.angle_mismatch.to_degrees()
-        ),
-        None => format!("rodl: centre of rotation: a detector shift of {det_offset_px:.2} px"),
-    };
-    crate::term::note(&line);
 }
 
 /// The scan's volume and geometry restricted to the detector rows `rows` of `nv`: the

@@ -110,6 +110,7 @@ impl Hdf5Scan<DxChange> {
             sample_pixel_size: [none("sample_pixel_size[u]"), none("sample_pixel_size[v]")],
             source_distance: none("source_distance"),
             detector_distance: none("detector_distance"),
+            energy: none("energy"),
         };
         Ok(Self::new(info, flats, darks, projections))
     }

@@ -198,6 +198,10 @@ impl Hdf5Scan<NxTomo> {
             ],
             source_distance: h5.length(&key("instrument/source/distance"))?,
             detector_distance: h5.length(&key("instrument/detector/distance"))?,
+            energy: match h5.energy(&key("instrument/beam/incident_energy"))? {
+                e if e.value.is_some() => e,
+                _ => h5.energy(&key("beam/incident_energy"))?,
+            },
         };
         let read_some = |frames: Vec<usize>| -> Result<Frames> {
             let mut stack = all.select(frames.clone());

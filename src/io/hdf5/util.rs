@@ -164,6 +164,31 @@ impl H5 {
         Ok(FileValue::found(key, v * factor))
     }
 
+    /// An energy at `key` in keV, by its `units` attribute (eV, keV, MeV); a value without
+    /// units counts as missing (under the key `KEY@units`).
+    pub(crate) fn energy(&self, key: &str) -> Result<FileValue> {
+        if self.kind(key).is_none() {
+            return Ok(FileValue::missing(key));
+        }
+        let v = self.single(key)?;
+        let Some(u) = self.attr_text(key, "units") else {
+            return Ok(FileValue::missing(format!("{key}@units")));
+        };
+        let factor = match u.trim() {
+            "keV" | "kev" | "KeV" => 1.0,
+            "eV" | "ev" => 1e-3,
+            "MeV" => 1e3,
+            _ => {
+                return Err(h5_err(
+                    &self.path,
+                    &format!("{key}@units"),
+                    format!("unknown energy unit {u:?} (eV, keV, MeV)"),
+                ))
+            }
+        };
+        Ok(FileValue::found(key, v * factor))
+    }
+
     /// One number at `key`: a scalar, or an array whose entries are all equal.
     pub(crate) fn single(&self, key: &str) -> Result<f64> {
         let v = self.numbers(key)?;
@@ -243,6 +268,17 @@ pub(crate) fn describe(d: &TypeDescriptor) -> String {
         TypeDescriptor::Float(s) => format!("{}-bit floats", *s as usize * 8),
         TypeDescriptor::Boolean => "booleans".into(),
         TypeDescriptor::Enum(_) => "enumerated values".into(),
+        // h5py (and NumPy's other HDF5 writers) store complex numbers as a compound {r, i}.
+        TypeDescriptor::Compound(c)
+            if c.fields.len() == 2
+                && c.fields[0].name == "r"
+                && c.fields[1].name == "i"
+                && c.fields
+                    .iter()
+                    .all(|f| matches!(f.ty, TypeDescriptor::Float(_))) =>
+        {
+            "complex numbers (a compound of `r` and `i`)".into()
+        }
         TypeDescriptor::Compound(_) => "compound values".into(),
         TypeDescriptor::FixedAscii(_)
         | TypeDescriptor::FixedUnicode(_)
