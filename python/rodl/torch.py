@@ -178,7 +178,9 @@ _apply.register_autograd(_backward, setup_context=_setup_context)
 
 def apply(op: Operator, x: torch.Tensor) -> torch.Tensor:
     """``op(x)`` on a tensor of shape ``(*batch, *op.domain_shape)``, differentiable (the
-    gradient is the operator's exact transpose)."""
+    gradient is the operator's exact transpose). ``op`` runs as it was built: under
+    ``torch.use_deterministic_algorithms(True)`` build a GPU ray transform with
+    ``deterministic=True`` (or use an ``OperatorModule`` of a factory, which does)."""
     return torch.ops.rodl.apply(x, operator_handle(op))
 
 

@@ -74,7 +74,9 @@
 //!   subsets, views given as vectors, as `from_odl` converts them): the views' angles come
 //!   from their vectors and each view is weighted by its share of the angular range over the
 //!   partition's cell (half the distance to each neighbour; periodic when the partition covers
-//!   a full turn, `π` for parallel beams, whose angles are taken modulo `π`; a shorter range is
+//!   a full turn or falls short of one by less than the views' mean spacing, as the partition
+//!   of a subset `geometry[i::k]` does, `π` for parallel beams, whose angles are taken modulo
+//!   `π`; a shorter range is
 //!   a short scan starting after the largest gap between the views). ODL's `fbp_op` does not
 //!   weight them. A uniform scan given as vectors reconstructs as the uniform one, to rounding.
 //!   Short fan and cone scans given as vectors need their angle range in the data partition

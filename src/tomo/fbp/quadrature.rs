@@ -36,10 +36,11 @@ fn cross(a: [f64; 3], b: [f64; 3]) -> [f64; 3] {
 ///
 /// `period` is `2π` for fan and cone beams and `π` for parallel beams (a parallel view and the
 /// view half a turn later measure the same lines, so angles are taken modulo `π`). `part_len`
-/// is the data partition's angle range and `cell` its cell: a range of at least `period` is a
-/// full scan, whose views share the circle periodically (`alen = period`); a shorter range is a
-/// short scan from the view after the largest gap between the views, over
-/// `alen = max(part_len, span)` with equal margins before the first and after the last view.
+/// is the data partition's angle range and `cell` its cell: a range of at least `period`, or
+/// short of it by less than the views' mean spacing `part_len / n`, is a full scan, whose views
+/// share the circle periodically (`alen = period`); a shorter range is a short scan from the
+/// view after the largest gap between the views, over `alen = max(part_len, span)` with equal
+/// margins before the first and after the last view.
 pub(crate) fn quadrature(
     dirs: &[[f64; 3]],
     axis: [f64; 3],
@@ -74,7 +75,9 @@ pub(crate) fn quadrature(
     };
     let mut share = vec![0.0; n];
     let mut betas = vec![0.0; n];
-    let full = part_len >= period * (1.0 - 1e-9);
+    // A range short of the period by less than the mean spacing of the views is a full scan
+    // (ODL's partitions of subsets such as `geometry[1::4]` end at their views' cells).
+    let full = part_len >= period * (1.0 - 1e-9) || period - part_len < part_len / n as f64;
     let alen;
     if n == 1 {
         alen = if full { period } else { part_len };
@@ -162,6 +165,16 @@ mod tests {
         // 0.3: half of (0.3 − (5.9 − 2π)) and of (1.1 − 0.3).
         let w = 0.5 * (0.3 - (5.9 - 2.0 * PI)) + 0.5 * 0.8;
         assert!((q.weights[1] - w).abs() < 1e-12);
+        // A range short of the turn by less than the mean spacing: a full scan.
+        let subset = quadrature(
+            &dirs(&angles),
+            [0.0, 0.0, 1.0],
+            2.0 * PI,
+            2.0 * PI - 0.5,
+            1.0,
+        );
+        assert_eq!(subset.alen, 2.0 * PI);
+        assert!((subset.weights[1] - w).abs() < 1e-12);
         let short = quadrature(&dirs(&[1.0, 0.5, 2.5]), [0.0, 0.0, 1.0], 2.0 * PI, 2.5, 1.0);
         assert!((short.weights.iter().sum::<f64>() - 2.5).abs() < 1e-12);
         assert!((short.betas[1] - 0.25).abs() < 1e-12 && (short.betas[2] - 2.25).abs() < 1e-12);
