@@ -156,15 +156,37 @@ def _beside_a_capture(mode, work):
 def test_a_global_capture_on_another_thread_is_a_clear_error():
     """While another thread captures in global mode (torch.cuda.graph's default), a rodl call that
     must allocate fails at once with rodl.GraphCaptureError naming the remedy; the next call after
-    the capture works."""
-    s = rodl.uniform_discr([-1, -1], [1, 1], [32, 32], dtype="float32")
-    ray = rodl.RayTransform(s, rodl.parallel_beam_geometry(s, 20), backend="cuda:0")
-    x = rodl.shepp_logan(s)
-    want = ray(x)
-    r, _ = _beside_a_capture("global", lambda: ray(x))
-    assert isinstance(r, rodl.GraphCaptureError), r
-    assert "thread_local" in str(r) and "global mode" in str(r)
-    np.testing.assert_allclose(ray(x), want, rtol=1e-6)
+    the capture works.
+
+    The check runs in a process of its own: the driver invalidates the other thread's capture (as
+    it does for any call that is unsafe during a global capture), and after an invalidated capture
+    torch keeps its CUDA generator in the capture's state, so that later random tensors of the
+    process fail ("Offset increment outside graph capture", seen under pytest-xdist)."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent(
+        f"""
+        import sys
+        sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})
+        import numpy as np
+        import rodl
+        from test_torch_gpu import _beside_a_capture
+        s = rodl.uniform_discr([-1, -1], [1, 1], [32, 32], dtype="float32")
+        ray = rodl.RayTransform(s, rodl.parallel_beam_geometry(s, 20), backend="cuda:0")
+        x = rodl.shepp_logan(s)
+        want = ray(x)
+        r, _ = _beside_a_capture("global", lambda: ray(x))
+        assert isinstance(r, rodl.GraphCaptureError), r
+        assert "thread_local" in str(r) and "global mode" in str(r), str(r)
+        np.testing.assert_allclose(ray(x), want, rtol=1e-6)
+        print("ok")
+        """
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and run.stdout.strip().endswith("ok"), run.stdout + run.stderr
 
 
 def test_a_thread_local_capture_on_another_thread_leaves_rodl_running():
