@@ -53,6 +53,13 @@ def _space(space, dtype=None) -> Space:
     if getattr(space, "is_complex", False) or ident not in ("float32", "float64"):
         raise NotImplementedError(
             f"from_odl: only real float32/float64 spaces are supported, got dtype {space.dtype}"
+            + (
+                "; for a complex space, convert its real_space, or let ODL project the real and "
+                "imaginary parts with odl's RayTransform(space, geometry, impl='rodl') after "
+                "`import rodl.odl`"
+                if getattr(space, "is_complex", False)
+                else ""
+            )
         )
     lo, hi, shape = _uniform_midpoints(space.partition, "from_odl(space)")
     weighting = getattr(space, "weighting", None)
