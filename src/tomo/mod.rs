@@ -16,7 +16,7 @@ mod cuda_pieces;
 mod cuda_pieces;
 pub mod fbp;
 pub mod geometry;
-mod grid;
+pub(crate) mod grid;
 mod multi_device;
 pub mod phantom;
 mod projector;
