@@ -33,7 +33,7 @@ struct Args {
     abort_rank: Option<usize>,
 }
 
-fn parse() -> std::result::Result<Args, String> {
+fn parse(args: Vec<String>) -> std::result::Result<Args, String> {
     let mut a = Args {
         partition: Partition::Views,
         counts: None,
@@ -43,7 +43,7 @@ fn parse() -> std::result::Result<Args, String> {
         bad_geometry: None,
         abort_rank: None,
     };
-    let mut it = std::env::args().skip(1);
+    let mut it = args.into_iter();
     while let Some(k) = it.next() {
         let mut v = || it.next().ok_or(format!("{k} needs a value"));
         let rank = |s: String| s.parse::<usize>().map_err(|e| e.to_string());
@@ -135,7 +135,8 @@ fn run(args: &Args, across: &Across) -> Result<String> {
     } else {
         geom.clone()
     };
-    let dist = DistributedRayTransform::new(&space, &my_geom, &plan, backend.clone(), across.clone())?;
+    let dist =
+        DistributedRayTransform::new(&space, &my_geom, &plan, backend.clone(), across.clone())?;
     let whole = RayTransform::new(space.clone(), geom, backend)?;
     let (dp, rp) = (dist.domain_part(), Some(dist.range_part()));
 
@@ -150,7 +151,9 @@ fn run(args: &Args, across: &Across) -> Result<String> {
         y_data = ArrayD::zeros(vec![1; y_data.ndim()]);
     }
     if args.abort_rank == Some(rank) {
-        eprintln!("rank {rank}: failing outside rodl's collectives, aborting the job");
+        report(format!(
+            "rank {rank}: failing outside rodl's collectives, aborting the job"
+        ));
         return Err(Error::invalid("abort"));
     }
     let y = dist.range_element(y_data)?;
@@ -200,19 +203,26 @@ fn run(args: &Args, across: &Across) -> Result<String> {
     ))
 }
 
-fn main() {
-    let args = match parse() {
+/// Writes `line` to standard error in one piece (the ranks' lines do not interleave).
+fn report(line: String) {
+    use std::io::Write;
+    let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
+}
+
+/// Runs one rank with the arguments `args` (without the program's name); the exit code.
+pub fn run_worker(args: Vec<String>) -> i32 {
+    let args = match parse(args) {
         Ok(a) => a,
         Err(e) => {
-            eprintln!("mpi_worker: {e}");
-            std::process::exit(2);
+            report(format!("mpi_worker: {e}"));
+            return 2;
         }
     };
     let world = match MpiComm::world() {
         Ok(w) => Arc::new(w),
         Err(e) => {
-            eprintln!("mpi_worker: {e}");
-            std::process::exit(2);
+            report(format!("mpi_worker: {e}"));
+            return 2;
         }
     };
     let rank = world.rank();
@@ -222,18 +232,24 @@ fn main() {
             if rank == 0 {
                 println!("{line}");
             }
+            0
         }
         Err(e) if args.abort_rank == Some(rank) => {
-            eprintln!("rank {rank}: {e}");
+            report(format!("rank {rank}: {e}"));
             // The other ranks wait in a collective: end them all.
             world.abort(3);
         }
         Err(e) => {
             // Every rank reports the agreed error (it names the failing rank).
-            eprintln!("rank {rank} of {}: error: {e}", across.size());
-            drop(across);
-            drop(world);
-            std::process::exit(1);
+            report(format!("rank {rank} of {}: error: {e}", across.size()));
+            // Every rank has printed before any exits (mpirun ends the job at the first).
+            let _ = across.agree(Ok(()));
+            1
         }
     }
+}
+
+#[allow(dead_code)]
+fn main() {
+    std::process::exit(run_worker(std::env::args().skip(1).collect()));
 }

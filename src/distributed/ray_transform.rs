@@ -171,29 +171,23 @@ impl<T: Scalar> DistributedRayTransform<T> {
         backend: Backend,
         across: Across,
     ) -> Result<Self> {
-        let digests = across.comm().all_gather(&fingerprint(volume, geometry, plan))?;
-        let local = (|| {
-            if digests.iter().any(|d| *d != digests[0]) {
-                return Err(Error::invalid(format!(
-                    "the volume, geometry or plan of rank {} differs from rank 0's (every rank \
-                     must pass the same)",
-                    across.rank()
-                )));
-            }
-            Self::build(volume, geometry, plan, backend, &across)
-        })();
-        match local {
-            Ok(inner) => {
-                across.agree(Ok(()))?;
-                Ok(Self {
-                    inner: Arc::new(inner),
-                })
-            }
-            Err(e) => Err(across
-                .agree(Err(e))
-                .err()
-                .unwrap_or_else(|| Error::invalid("disagreement"))),
+        let digests = across
+            .comm()
+            .all_gather(&fingerprint(volume, geometry, plan))?;
+        // Every rank sees the same digests, so every rank returns here alike.
+        if let Some(rank) = digests.iter().position(|d| *d != digests[0]) {
+            return Err(Error::Distributed {
+                rank,
+                message: "its volume, geometry or plan differs from rank 0's (every rank must \
+                          pass the same)"
+                    .into(),
+            });
         }
+        let local = Self::build(volume, geometry, plan, backend, &across);
+        across.agree_on(&local)?;
+        Ok(Self {
+            inner: Arc::new(local?),
+        })
     }
 
     fn build(
@@ -366,17 +360,22 @@ impl<T: Scalar> DistributedRayTransform<T> {
     pub fn range_part(&self) -> (usize, Range<usize>) {
         match &self.inner.rows {
             Some((ex, _)) => (2, ex.owned[ex.me].clone()),
-            None => (0, self.inner.plan.ranges()[self.inner.across.rank()].clone()),
+            None => (
+                0,
+                self.inner.plan.ranges()[self.inner.across.rank()].clone(),
+            ),
         }
     }
 
     /// The part of the volume this rank holds: `None` when it holds all of it
     /// ([`Partition::Views`]), else the axis (2, `z`) and its slab's range.
     pub fn domain_part(&self) -> Option<(usize, Range<usize>)> {
-        self.inner
-            .rows
-            .as_ref()
-            .map(|_| (2, self.inner.plan.ranges()[self.inner.across.rank()].clone()))
+        self.inner.rows.as_ref().map(|_| {
+            (
+                2,
+                self.inner.plan.ranges()[self.inner.across.rank()].clone(),
+            )
+        })
     }
 
     /// Collective: this rank's share of the data as an element of the range, from its part
@@ -514,10 +513,8 @@ impl<T: Scalar> Operator<T> for DistributedRayTransform<T> {
 
     fn apply(&self, x: &Element<T>) -> Result<Element<T>> {
         let made = self.inner.range.zero();
-        let mut out = match self.inner.across.agree(made.as_ref().map(|_| ()).map_err(copy)) {
-            Ok(()) => made?,
-            Err(e) => return Err(e),
-        };
+        self.inner.across.agree_on(&made)?;
+        let mut out = made?;
         self.apply_into(x, &mut out)?;
         Ok(out)
     }
@@ -573,10 +570,8 @@ impl<T: Scalar> Operator<T> for DistributedBackProjection<T> {
 
     fn apply(&self, y: &Element<T>) -> Result<Element<T>> {
         let made = self.inner.domain.zero();
-        let mut out = match self.inner.across.agree(made.as_ref().map(|_| ()).map_err(copy)) {
-            Ok(()) => made?,
-            Err(e) => return Err(e),
-        };
+        self.inner.across.agree_on(&made)?;
+        let mut out = made?;
         self.apply_into(y, &mut out)?;
         Ok(out)
     }
@@ -608,17 +603,6 @@ fn agreed_element<T: Scalar>(
     data: ndarray::ArrayD<T>,
 ) -> Result<Element<T>> {
     let made = space.element(data);
-    across.agree(made.as_ref().map(|_| ()).map_err(copy))?;
+    across.agree_on(&made)?;
     made
-}
-
-/// The message of an error, for the agreement (the error itself stays with the caller).
-fn copy(e: &Error) -> Error {
-    match e {
-        Error::Distributed { rank, message } => Error::Distributed {
-            rank: *rank,
-            message: message.clone(),
-        },
-        other => Error::Unsupported(other.to_string()),
-    }
 }

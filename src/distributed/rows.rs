@@ -74,10 +74,22 @@ impl RowExchange {
         let ranks = self.bands.len();
         let (me, lanes, b, o) = (self.me, self.lanes, self.band(), self.own());
         let send_rows: Vec<Range<usize>> = (0..ranks)
-            .map(|q| if q == me { 0..0 } else { overlap(b, &self.owned[q]) })
+            .map(|q| {
+                if q == me {
+                    0..0
+                } else {
+                    overlap(b, &self.owned[q])
+                }
+            })
             .collect();
         let recv_rows: Vec<Range<usize>> = (0..ranks)
-            .map(|q| if q == me { 0..0 } else { overlap(&self.bands[q], o) })
+            .map(|q| {
+                if q == me {
+                    0..0
+                } else {
+                    overlap(&self.bands[q], o)
+                }
+            })
             .collect();
         let send_counts: Vec<usize> = send_rows.iter().map(|r| r.len() * lanes).collect();
         let recv_counts: Vec<usize> = recv_rows.iter().map(|r| r.len() * lanes).collect();
@@ -114,10 +126,22 @@ impl RowExchange {
         let ranks = self.bands.len();
         let (me, lanes, b, o) = (self.me, self.lanes, self.band(), self.own());
         let send_rows: Vec<Range<usize>> = (0..ranks)
-            .map(|q| if q == me { 0..0 } else { overlap(o, &self.bands[q]) })
+            .map(|q| {
+                if q == me {
+                    0..0
+                } else {
+                    overlap(o, &self.bands[q])
+                }
+            })
             .collect();
         let recv_rows: Vec<Range<usize>> = (0..ranks)
-            .map(|q| if q == me { 0..0 } else { overlap(&self.owned[q], b) })
+            .map(|q| {
+                if q == me {
+                    0..0
+                } else {
+                    overlap(&self.owned[q], b)
+                }
+            })
             .collect();
         let send_counts: Vec<usize> = send_rows.iter().map(|r| r.len() * lanes).collect();
         let recv_counts: Vec<usize> = recv_rows.iter().map(|r| r.len() * lanes).collect();

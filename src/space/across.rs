@@ -81,7 +81,13 @@ pub trait Communicator: Send + Sync + 'static {
         recv_counts: &[usize],
     ) -> Result<()> {
         let me = self.rank();
-        check_counts(self.size(), send.len(), send_counts, recv.len(), recv_counts)?;
+        check_counts(
+            self.size(),
+            send.len(),
+            send_counts,
+            recv.len(),
+            recv_counts,
+        )?;
         let (mut bytes, mut header) = (Vec::new(), Vec::new());
         for c in send_counts {
             header.extend_from_slice(&(*c as u64).to_le_bytes());
@@ -264,6 +270,23 @@ impl Across {
     /// [`Error::Distributed`] on every rank (see [`Across::gather_outcome`]).
     pub fn agree(&self, local: Result<()>) -> Result<()> {
         self.gather_outcome(local.map(|_| Vec::new())).map(|_| ())
+    }
+
+    /// Collective: as [`Across::agree`] on the outcome of `local` (a value is kept by the
+    /// caller; an error's message and, for an [`Error::Distributed`], its rank are passed on).
+    pub fn agree_on<V>(&self, local: &Result<V>) -> Result<()> {
+        let outcome = match local {
+            Ok(_) => Ok(()),
+            Err(Error::Distributed { rank, message }) => Err(Error::Distributed {
+                rank: *rank,
+                message: message.clone(),
+            }),
+            Err(e) => Err(Error::Distributed {
+                rank: self.rank(),
+                message: e.to_string(),
+            }),
+        };
+        self.agree(outcome)
     }
 
     /// Collective: the sum over the ranks of `local` (added in rank order, the same on every

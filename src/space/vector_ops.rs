@@ -95,7 +95,11 @@ impl<T: Scalar> Space<T> {
             }
             (SpaceKind::Tensor(t), ElementKind::Tensor(a), ElementKind::Tensor(b)) => {
                 let v = t.weight * a.reduce(op, b)?;
-                Ok(if t.across.is_some() { (0.0, v) } else { (v, 0.0) })
+                Ok(if t.across.is_some() {
+                    (0.0, v)
+                } else {
+                    (v, 0.0)
+                })
             }
             _ => Err(structure_mix()),
         }
