@@ -14,7 +14,7 @@ use crate::tomo::grid::Grid;
 use crate::tomo::{Backend, Geometry, RayTransform};
 use crate::{
     Across, Device, Element, Error, LinOp, LinearOperator, NormCache, Operator, Result, Scalar,
-    Space, UniformPartition,
+    Space,
 };
 
 /// The ray transform of a `geometry` on a volume, distributed over the ranks of a job by a
@@ -86,53 +86,6 @@ fn fingerprint<T: Scalar>(volume: &Space<T>, geometry: &Geometry, plan: &Plan) -
     h.finalize().to_vec()
 }
 
-/// The cells `cells` along `axis` of `part`, with the whole partition's borders at its ends.
-fn sub_partition(
-    part: &UniformPartition,
-    axis: usize,
-    cells: &Range<usize>,
-) -> Result<UniformPartition> {
-    let n = part.shape()[axis];
-    let h = part.cell_side(axis);
-    let at = |k: usize| {
-        if k == 0 {
-            part.min_pt()[axis]
-        } else if k == n {
-            part.max_pt()[axis]
-        } else {
-            part.min_pt()[axis] + k as f64 * h
-        }
-    };
-    let (mut lo, mut hi, mut shape) = (
-        part.min_pt().to_vec(),
-        part.max_pt().to_vec(),
-        part.shape().to_vec(),
-    );
-    lo[axis] = at(cells.start);
-    hi[axis] = at(cells.end);
-    shape[axis] = cells.len();
-    UniformPartition::new(&lo, &hi, &shape)
-}
-
-/// The share space of `cells` along `axis` of a space with partition `part`, weight `weight`.
-fn share<T: Scalar>(
-    part: &UniformPartition,
-    axis: usize,
-    cells: &Range<usize>,
-    weight: f64,
-    device: Device,
-    across: &Across,
-) -> Result<Space<T>> {
-    let mut shape = part.shape().to_vec();
-    shape[axis] = cells.len();
-    let sub = if cells.is_empty() {
-        None
-    } else {
-        Some(sub_partition(part, axis, cells)?)
-    };
-    Space::share_of_shape(&shape, weight, sub, device, across.clone())
-}
-
 /// The geometry of the detector rows `rows` of a flat 3D detector: each view's detector centre
 /// moved to the band's centre, the data partition's rows cut to the band.
 fn row_band(geometry: &Geometry, rows: &Range<usize>) -> Result<Geometry> {
@@ -150,7 +103,7 @@ fn row_band(geometry: &Geometry, rows: &Range<usize>) -> Result<Geometry> {
         })
         .collect();
     let band = VecGeometry::new(3, vec.beam(), &[vec.nu(), rows.len()], views)?;
-    Geometry::from_vec_on(band, sub_partition(geometry.data_partition(), 2, rows)?)
+    Geometry::from_vec_on(band, geometry.data_partition().cells(2, rows.clone())?)
 }
 
 impl<T: Scalar> DistributedRayTransform<T> {
@@ -212,7 +165,6 @@ impl<T: Scalar> DistributedRayTransform<T> {
         }
         let me = across.rank();
         let data_part = geometry.data_partition();
-        let data_weight = data_part.cell_volume();
         let mine = plan.ranges()[me].clone();
         match plan.partition() {
             Partition::Views => {
@@ -237,7 +189,13 @@ impl<T: Scalar> DistributedRayTransform<T> {
                 let device = local
                     .as_ref()
                     .map_or(volume.device(), |l| l.0.range().device());
-                let range = share(data_part, 0, &mine, data_weight, device, across)?;
+                let data = Space::<T>::from_partition(data_part.clone());
+                let data = if device == Device::Cpu {
+                    data
+                } else {
+                    data.with_device(device)?
+                };
+                let range = data.local_part(0, mine.clone(), across.clone())?;
                 Ok(Inner {
                     across: across.clone(),
                     plan: plan.clone(),
@@ -291,8 +249,12 @@ impl<T: Scalar> DistributedRayTransform<T> {
                     })
                     .collect();
                 let owned = plan.owned_rows(vec.nv());
-                let domain = share(part, 2, &mine, volume.weight()?, Device::Cpu, across)?;
-                let range = share(data_part, 2, &owned[me], data_weight, Device::Cpu, across)?;
+                let domain = volume.local_part(2, mine.clone(), across.clone())?;
+                let range = Space::<T>::from_partition(data_part.clone()).local_part(
+                    2,
+                    owned[me].clone(),
+                    across.clone(),
+                )?;
                 let band = &bands[me];
                 let (local, scratch) = if band.is_empty() {
                     (None, None)

@@ -17,6 +17,7 @@ use ndarray::{ArrayD, IxDyn};
 use rand::Rng;
 use rand_distr::StandardNormal;
 
+#[cfg(feature = "mpi")]
 pub(crate) use across::check_counts;
 pub use across::{Across, Communicator};
 pub use partition::UniformPartition;
@@ -194,9 +195,48 @@ impl<T: Scalar> Space<T> {
         })))
     }
 
+    /// One rank's part of this tensor space, the cells `cells` along `axis`, as a share over
+    /// `across` ([`Space::local_share`]): the shape cut to `cells` (which may be empty: a rank
+    /// with nothing), the whole space's weight, the partition of those cells, the same device.
+    ///
+    /// ```
+    /// use rodl::distributed::{Across, SingleRank};
+    /// let s = rodl::uniform_discr::<f64>(&[0.0, 0.0], &[1.0, 1.0], &[4, 6])?;
+    /// let part = s.local_part(1, 2..5, Across::new(SingleRank))?;
+    /// assert_eq!(part.shape()?, &[4, 3]);
+    /// assert_eq!(part.min_pt()?, &[0.0, 2.0 / 6.0]);
+    /// let none = s.local_part(0, 4..4, Across::new(SingleRank))?;
+    /// assert_eq!(none.size(), 0);
+    /// # Ok::<(), rodl::Error>(())
+    /// ```
+    pub fn local_part(
+        &self,
+        axis: usize,
+        cells: std::ops::Range<usize>,
+        across: Across,
+    ) -> Result<Self> {
+        let t = self.tensor()?;
+        let n = *t
+            .shape
+            .get(axis)
+            .ok_or_else(|| Error::invalid(format!("local_part: axis {axis} of {self}")))?;
+        if cells.start > cells.end || cells.end > n {
+            return Err(Error::invalid(format!(
+                "local_part: the cells {cells:?} are not within 0..{n} of axis {axis} of {self}"
+            )));
+        }
+        let mut shape = t.shape.clone();
+        shape[axis] = cells.len();
+        let partition = match &t.partition {
+            Some(p) if !cells.is_empty() => Some(p.cells(axis, cells)?),
+            _ => None,
+        };
+        Space::share_of_shape(&shape, t.weight, partition, t.device, across)
+    }
+
     /// A rank's share of `shape` (which may have empty axes: a rank with no part of the
     /// data), weight `weight`, on `device`, with `partition` when it has one (of `shape`).
-    pub(crate) fn share_of_shape(
+    fn share_of_shape(
         shape: &[usize],
         weight: f64,
         partition: Option<UniformPartition>,
