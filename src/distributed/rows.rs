@@ -194,8 +194,8 @@ mod tests {
     #[test]
     fn one_rank_copies_its_band() {
         let ex = RowExchange {
-            bands: vec![0..4],
-            owned: vec![0..4],
+            bands: std::iter::once(0..4).collect(),
+            owned: std::iter::once(0..4).collect(),
             lanes: 2,
             me: 0,
         };

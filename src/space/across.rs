@@ -26,7 +26,10 @@ use crate::{Error, Result, Scalar};
 /// rank the same (bit-identical) result, so that replicated data stays replicated: the default
 /// adds the ranks' values in rank order; MPI's `MPI_Allreduce` does so in practice (the
 /// standard asks implementations to).
-pub trait Communicator: Send + Sync + 'static {
+///
+/// It is [`RefUnwindSafe`](std::panic::RefUnwindSafe), as spaces are (a panic in a user's
+/// code must not leave a space half-changed behind a `catch_unwind`).
+pub trait Communicator: Send + Sync + std::panic::RefUnwindSafe + 'static {
     /// This process's rank, `0..size()`.
     fn rank(&self) -> usize;
 
@@ -236,10 +239,7 @@ impl Across {
                 b
             }
         };
-        let all = match self.0.all_gather(&bytes) {
-            Ok(all) => all,
-            Err(e) => return Err(e),
-        };
+        let all = self.0.all_gather(&bytes)?;
         let mut values = Vec::with_capacity(all.len());
         for (rank, b) in all.iter().enumerate() {
             match b.split_first() {
