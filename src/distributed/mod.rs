@@ -9,7 +9,7 @@
 //! integrals and extrema are summed (or taken) over the ranks ([`Across`]), so that every rank
 //! sees the numbers of the whole problem. Data that a plan replicates (the volume when it is
 //! split by views) live in an ordinary space, the same on every rank. A solver such as
-//! [`cgls`](crate::solvers::iterative::cgls) or [`pdhg`](crate::solvers::iterative::pdhg) then
+//! [`cgls`](crate::solvers::iterative::cgls()) or [`pdhg`](crate::solvers::iterative::pdhg()) then
 //! runs on every rank with the [`DistributedRayTransform`] and computes the single-process
 //! iterates to rounding (`tests/distributed_mpi.rs`: ≤ 1e-10 in f64 for 1, 2 and 3 ranks).
 //!
@@ -18,7 +18,7 @@
 //! error, a different geometry at construction — becomes the same [`Error::Distributed`]
 //! naming that rank on every rank, instead of a hang: each collective first agrees on the
 //! ranks' outcomes ([`Across::agree`]). A failure outside rodl's collectives is the program's
-//! to handle: [`MpiComm::abort`] ends every rank.
+//! to handle: `MpiComm::abort` (feature `mpi`) ends every rank.
 //!
 //! # What does not work on a share
 //! Operators that couple neighbouring cells (the [`Gradient`](crate::Gradient),
@@ -34,7 +34,7 @@
 //! # Running
 //! Build with the `mpi` feature (the system MPI: on Debian `apt-get install libopenmpi-dev
 //! openmpi-bin libclang-dev`) and start one process per rank, `mpirun -np 4 ./program`; each
-//! makes [`MpiComm::world`] and picks its GPU by [`MpiComm::local_rank`].
+//! makes `MpiComm::world` and picks its GPU by `MpiComm::local_rank`.
 //!
 //! [`Error::Distributed`]: crate::Error::Distributed
 //! [`Error::Unsupported`]: crate::Error::Unsupported

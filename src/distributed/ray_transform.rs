@@ -29,8 +29,8 @@ use crate::{
 /// | [`Partition::Views`] | the whole volume, the same on every rank | this rank's views `[v, nu(, nv)]` |
 /// | [`Partition::Slabs`] | this rank's slab `[nx, ny, nz_r]` | this rank's rows `[views, nu, nv_r]` |
 ///
-/// so the solvers ([`cgls`](crate::solvers::iterative::cgls),
-/// [`pdhg`](crate::solvers::iterative::pdhg), …) run unchanged on every rank and compute the
+/// so the solvers ([`cgls`](crate::solvers::iterative::cgls()),
+/// [`pdhg`](crate::solvers::iterative::pdhg()), …) run unchanged on every rank and compute the
 /// single-process result to rounding: their inner products and norms are summed over the
 /// ranks by the share spaces. Forward, adjoint, [`Operator::apply_into`] and construction are
 /// collective (every rank calls them, in the same order); a failure on one rank (a wrong

@@ -19,7 +19,7 @@ use crate::{Error, Result, Scalar};
 ///
 /// One method is required, [`Communicator::all_gather`], from which the others have (slow,
 /// but exact and deterministic) default implementations; an MPI communicator
-/// ([`MpiComm`](crate::distributed::MpiComm), feature `mpi`) overrides them with MPI's own
+/// (`rodl::distributed::MpiComm`, feature `mpi`) overrides them with MPI's own
 /// collectives. Every method is collective: all ranks call it, in the same order.
 ///
 /// The sums of [`Communicator::all_sum_f64`] and [`Communicator::all_sum_f32`] must give every
