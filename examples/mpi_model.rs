@@ -40,8 +40,14 @@ fn main() -> Result<()> {
         .skip(1)
         .filter_map(|a| a.parse().ok())
         .collect();
-    let sizes = if sizes.is_empty() { vec![2048, 4096] } else { sizes };
-    println!("beam      N  ranks  slab: max values sent/apply (largest rank)  views: volume values");
+    let sizes = if sizes.is_empty() {
+        vec![2048, 4096]
+    } else {
+        sizes
+    };
+    println!(
+        "beam      N  ranks  slab: max values sent/apply (largest rank)  views: volume values"
+    );
     for &n in &sizes {
         let space = uniform_discr::<f32>(&[-1.0; 3], &[1.0; 3], &[n, n, n])?;
         let angles = part(&[0.0], &[2.0 * PI], &[n])?;

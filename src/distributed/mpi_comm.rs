@@ -13,6 +13,9 @@ use mpi::{Count, Threading};
 use crate::space::Communicator;
 use crate::{Error, Result};
 
+/// The values of one `MPI_Allreduce` call (16 Mi: 64 MiB of f32).
+const SUM_CHUNK: usize = 1 << 24;
+
 /// `MPI_COMM_WORLD` of a job started by `mpirun` (or `srun`), for [`Across`](super::Across):
 /// MPI's own collectives (`MPI_Allgatherv`, `MPI_Allreduce`, `MPI_Alltoallv`) under the
 /// distributed spaces and operators.
@@ -142,6 +145,24 @@ impl MpiComm {
         Ok((c, displs))
     }
 
+    /// `values` summed over the ranks in chunks of [`SUM_CHUNK`] values: MPI counts are 32-bit
+    /// (a 4096³ volume has more entries), and the send copy of a chunk stays small.
+    fn all_sum<V: mpi::datatype::Equivalence + Copy + Default>(
+        &self,
+        values: &mut [V],
+    ) -> Result<()> {
+        let mut send = vec![V::default(); values.len().min(SUM_CHUNK)];
+        for chunk in values.chunks_mut(SUM_CHUNK) {
+            let s = &mut send[..chunk.len()];
+            s.copy_from_slice(chunk);
+            self.call(|comm| {
+                comm.all_reduce_into(&s[..], chunk, SystemOperation::sum());
+                Ok(())
+            })?;
+        }
+        Ok(())
+    }
+
     fn all_to_all<V: mpi::datatype::Equivalence>(
         &self,
         send: &[V],
@@ -198,19 +219,11 @@ impl Communicator for MpiComm {
     }
 
     fn all_sum_f64(&self, values: &mut [f64]) -> Result<()> {
-        let send = values.to_vec();
-        self.call(|comm| {
-            comm.all_reduce_into(&send[..], values, SystemOperation::sum());
-            Ok(())
-        })
+        self.all_sum(values)
     }
 
     fn all_sum_f32(&self, values: &mut [f32]) -> Result<()> {
-        let send = values.to_vec();
-        self.call(|comm| {
-            comm.all_reduce_into(&send[..], values, SystemOperation::sum());
-            Ok(())
-        })
+        self.all_sum(values)
     }
 
     fn all_to_all_f64(

@@ -279,6 +279,7 @@ impl<T: Scalar> DistributedRayTransform<T> {
                     owned,
                     lanes: views * vec.nu(),
                     me,
+                    chunk: super::rows::EXCHANGE_CHUNK,
                 };
                 Ok(Inner {
                     across: across.clone(),

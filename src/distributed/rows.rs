@@ -25,6 +25,8 @@ pub(crate) struct RowExchange {
     pub(crate) lanes: usize,
     /// This rank.
     pub(crate) me: usize,
+    /// The most values one exchange moves for a rank ([`EXCHANGE_CHUNK`]).
+    pub(crate) chunk: usize,
 }
 
 /// Copies (`add == false`) or adds the rows `rows` of `src` (rows `src_rows` per lane) into
@@ -54,6 +56,10 @@ fn move_rows<T: Scalar>(
     }
 }
 
+/// The most values one exchange moves for a rank (sent or received, over all ranks), so that
+/// MPI's 32-bit counts hold and the buffers stay small: the lanes go in groups under it.
+pub(crate) const EXCHANGE_CHUNK: usize = 1 << 24;
+
 impl RowExchange {
     fn band(&self) -> &Range<usize> {
         &self.bands[self.me]
@@ -72,7 +78,7 @@ impl RowExchange {
         out: &mut [T],
     ) -> Result<()> {
         let ranks = self.bands.len();
-        let (me, lanes, b, o) = (self.me, self.lanes, self.band(), self.own());
+        let (me, b, o) = (self.me, self.band(), self.own());
         let send_rows: Vec<Range<usize>> = (0..ranks)
             .map(|q| {
                 if q == me {
@@ -91,28 +97,59 @@ impl RowExchange {
                 }
             })
             .collect();
-        let send_counts: Vec<usize> = send_rows.iter().map(|r| r.len() * lanes).collect();
-        let recv_counts: Vec<usize> = recv_rows.iter().map(|r| r.len() * lanes).collect();
-        let mut send = vec![T::zero(); send_counts.iter().sum()];
-        let mut at = 0;
-        for (rows, &count) in send_rows.iter().zip(&send_counts) {
-            move_rows(band, b, &mut send[at..at + count], rows, rows, lanes, false);
-            at += count;
-        }
-        let mut recv = vec![T::zero(); recv_counts.iter().sum()];
-        across.all_to_all(&mut send, &send_counts, &mut recv, &recv_counts)?;
         out.iter_mut().for_each(|v| *v = T::zero());
-        let mut at = 0;
-        for q in 0..ranks {
-            if q == me {
-                move_rows(band, b, out, o, &overlap(b, o), lanes, true);
-            } else {
-                let (rows, count) = (&recv_rows[q], recv_counts[q]);
-                move_rows(&recv[at..at + count], rows, out, o, rows, lanes, true);
+        // Every rank takes the same lane groups (the chunk depends on all ranks' rows).
+        for lanes in self.lane_groups() {
+            let n = lanes.len();
+            let band = &band[(lanes.start * b.len()).min(band.len())..][..n * b.len()];
+            let out = &mut out[lanes.start * o.len()..][..n * o.len()];
+            let send_counts: Vec<usize> = send_rows.iter().map(|r| r.len() * n).collect();
+            let recv_counts: Vec<usize> = recv_rows.iter().map(|r| r.len() * n).collect();
+            let mut send = vec![T::zero(); send_counts.iter().sum()];
+            let mut at = 0;
+            for (rows, &count) in send_rows.iter().zip(&send_counts) {
+                move_rows(band, b, &mut send[at..at + count], rows, rows, n, false);
                 at += count;
+            }
+            let mut recv = vec![T::zero(); recv_counts.iter().sum()];
+            across.all_to_all(&mut send, &send_counts, &mut recv, &recv_counts)?;
+            let mut at = 0;
+            for q in 0..ranks {
+                if q == me {
+                    move_rows(band, b, out, o, &overlap(b, o), n, true);
+                } else {
+                    let (rows, count) = (&recv_rows[q], recv_counts[q]);
+                    move_rows(&recv[at..at + count], rows, out, o, rows, n, true);
+                    at += count;
+                }
             }
         }
         Ok(())
+    }
+
+    /// The groups of lanes of one exchange each (the same on every rank).
+    fn lane_groups(&self) -> Vec<Range<usize>> {
+        // The most rows per lane any rank sends or receives.
+        let ranks = self.bands.len();
+        let per_lane = (0..ranks)
+            .map(|r| {
+                let send: usize = (0..ranks)
+                    .filter(|&q| q != r)
+                    .map(|q| overlap(&self.bands[r], &self.owned[q]).len())
+                    .sum();
+                let recv: usize = (0..ranks)
+                    .filter(|&q| q != r)
+                    .map(|q| overlap(&self.bands[q], &self.owned[r]).len())
+                    .sum();
+                send.max(recv)
+            })
+            .max()
+            .unwrap_or(0)
+            .max(1);
+        let chunk = (self.chunk / per_lane).max(1);
+        (0..self.lanes.div_ceil(chunk).max(1))
+            .map(|k| k * chunk..((k + 1) * chunk).min(self.lanes))
+            .collect()
     }
 
     /// Adjoint: `band` = this rank's band rows of the data whose owned rows are `data`, from
@@ -124,7 +161,7 @@ impl RowExchange {
         band: &mut [T],
     ) -> Result<()> {
         let ranks = self.bands.len();
-        let (me, lanes, b, o) = (self.me, self.lanes, self.band(), self.own());
+        let (me, b, o) = (self.me, self.band(), self.own());
         let send_rows: Vec<Range<usize>> = (0..ranks)
             .map(|q| {
                 if q == me {
@@ -143,24 +180,29 @@ impl RowExchange {
                 }
             })
             .collect();
-        let send_counts: Vec<usize> = send_rows.iter().map(|r| r.len() * lanes).collect();
-        let recv_counts: Vec<usize> = recv_rows.iter().map(|r| r.len() * lanes).collect();
-        let mut send = vec![T::zero(); send_counts.iter().sum()];
-        let mut at = 0;
-        for (rows, &count) in send_rows.iter().zip(&send_counts) {
-            move_rows(data, o, &mut send[at..at + count], rows, rows, lanes, false);
-            at += count;
-        }
-        let mut recv = vec![T::zero(); recv_counts.iter().sum()];
-        across.all_to_all(&mut send, &send_counts, &mut recv, &recv_counts)?;
-        let mut at = 0;
-        for q in 0..ranks {
-            if q == me {
-                move_rows(data, o, band, b, &overlap(o, b), lanes, false);
-            } else {
-                let (rows, count) = (&recv_rows[q], recv_counts[q]);
-                move_rows(&recv[at..at + count], rows, band, b, rows, lanes, false);
+        for lanes in self.lane_groups() {
+            let n = lanes.len();
+            let data = &data[(lanes.start * o.len()).min(data.len())..][..n * o.len()];
+            let band = &mut band[lanes.start * b.len()..][..n * b.len()];
+            let send_counts: Vec<usize> = send_rows.iter().map(|r| r.len() * n).collect();
+            let recv_counts: Vec<usize> = recv_rows.iter().map(|r| r.len() * n).collect();
+            let mut send = vec![T::zero(); send_counts.iter().sum()];
+            let mut at = 0;
+            for (rows, &count) in send_rows.iter().zip(&send_counts) {
+                move_rows(data, o, &mut send[at..at + count], rows, rows, n, false);
                 at += count;
+            }
+            let mut recv = vec![T::zero(); recv_counts.iter().sum()];
+            across.all_to_all(&mut send, &send_counts, &mut recv, &recv_counts)?;
+            let mut at = 0;
+            for q in 0..ranks {
+                if q == me {
+                    move_rows(data, o, band, b, &overlap(o, b), n, false);
+                } else {
+                    let (rows, count) = (&recv_rows[q], recv_counts[q]);
+                    move_rows(&recv[at..at + count], rows, band, b, rows, n, false);
+                    at += count;
+                }
             }
         }
         Ok(())
@@ -198,6 +240,7 @@ mod tests {
             owned: std::iter::once(0..4).collect(),
             lanes: 2,
             me: 0,
+            chunk: EXCHANGE_CHUNK,
         };
         let across = Across::new(super::super::SingleRank);
         let band: Vec<f64> = (0..8).map(f64::from).collect();
@@ -206,6 +249,35 @@ mod tests {
         assert_eq!(out, band);
         let mut back = vec![0.0; 8];
         ex.scatter(&across, &out, &mut back).unwrap();
+        assert_eq!(back, band);
+    }
+
+    #[test]
+    fn lane_groups_cover_the_lanes_once() {
+        let ex = RowExchange {
+            bands: vec![0..5, 3..8],
+            owned: vec![0..4, 4..8],
+            lanes: 7,
+            me: 0,
+            chunk: 5, // one row per lane crosses each way: groups of five lanes
+        };
+        assert_eq!(ex.lane_groups(), vec![0..5, 5..7]);
+        // One rank in groups of lanes copies its band as it is.
+        let one = RowExchange {
+            bands: std::iter::once(0..3).collect(),
+            owned: std::iter::once(0..3).collect(),
+            lanes: 5,
+            me: 0,
+            chunk: 2,
+        };
+        assert_eq!(one.lane_groups().len(), 3);
+        let across = Across::new(super::super::SingleRank);
+        let band: Vec<f64> = (0..15).map(f64::from).collect();
+        let mut out = vec![0.0; 15];
+        one.gather_sum(&across, &band, &mut out).unwrap();
+        assert_eq!(out, band);
+        let mut back = vec![0.0; 15];
+        one.scatter(&across, &out, &mut back).unwrap();
         assert_eq!(back, band);
     }
 }
