@@ -192,16 +192,26 @@ impl Communicator for MpiComm {
     }
 
     fn all_gather(&self, local: &[u8]) -> Result<Vec<Vec<u8>>> {
-        let n = Count::try_from(local.len()).map_err(|_| Error::Distributed {
-            rank: self.rank,
-            message: format!("a message of {} bytes is beyond MPI's counts", local.len()),
-        })?;
-        let mut lens = vec![0 as Count; self.size];
+        // The lengths first, on every rank alike, so that a message beyond MPI's counts fails
+        // on every rank (not only on the one that has it).
+        let n = local.len() as u64;
+        let mut lens = vec![0u64; self.size];
         self.call(|comm| {
             comm.all_gather_into(&n, &mut lens[..]);
             Ok(())
         })?;
-        let sizes: Vec<usize> = lens.iter().map(|&l| l.max(0) as usize).collect();
+        let total: u64 = lens.iter().sum();
+        if total > Count::MAX as u64 {
+            let rank = lens.iter().position(|&l| l == *lens.iter().max().unwrap_or(&0));
+            return Err(Error::Distributed {
+                rank: rank.unwrap_or(0),
+                message: format!(
+                    "an all-gather of {total} bytes is beyond MPI's counts ({} bytes)",
+                    Count::MAX
+                ),
+            });
+        }
+        let sizes: Vec<usize> = lens.iter().map(|&l| l as usize).collect();
         let (counts, displs) = self.counts(&sizes)?;
         let mut all = vec![0u8; sizes.iter().sum()];
         self.call(|comm| {
