@@ -207,6 +207,12 @@ pub struct FbpArgs {
     /// PNG picture.
     #[command(flatten)]
     pub image: ImageArgs,
+    /// Under `mpirun -np N` (built with the feature `mpi`): `views` splits the views over the
+    /// ranks (each reads and filters only its views; the back-projections are summed, rank 0
+    /// writes).
+    #[cfg(feature = "mpi")]
+    #[arg(long, value_enum, value_name = "PARTITION")]
+    pub partition: Option<PartitionArg>,
     /// Report shapes and the compute time on stderr.
     #[arg(long, short)]
     pub verbose: bool,

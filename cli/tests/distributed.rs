@@ -143,3 +143,61 @@ fn a_bad_input_ends_every_rank_with_its_rank() {
     assert!(err.contains("has shape [12, 12, 10]"), "{err}");
     assert!(!dir.path("out.npy").exists());
 }
+
+#[test]
+fn ranks_filter_and_back_project_their_views() {
+    let dir = TempDir::new("mpi-fbp");
+    let g = dir.path("g.json");
+    std::fs::write(&g, GEOMETRY).unwrap();
+    let path = |n: &str| dir.path(n).to_string_lossy().into_owned();
+    let (g, x, y, reference) = (path("g.json"), path("x.npy"), path("y.npy"), path("f.npy"));
+    rodl(&["phantom", "-g", &g, "-o", &x]);
+    rodl(&["project", "-g", &g, "-i", &x, "-o", &y]);
+    rodl(&["fbp", "-g", &g, "-i", &y, "-o", &reference]);
+    let want: ArrayD<f32> = read_npy(&reference).unwrap();
+    let scale = want.iter().fold(0f32, |m, v| m.max(v.abs()));
+    for ranks in [2, 3] {
+        let out = path(&format!("f{ranks}.npy"));
+        let args = [
+            "fbp",
+            "-g",
+            &g,
+            "-i",
+            &y,
+            "-o",
+            &out,
+            "--partition",
+            "views",
+        ];
+        let (code, err) = mpirun(ranks, &args);
+        assert_eq!(code, Some(0), "{args:?}: {err}");
+        let got: ArrayD<f32> = read_npy(&out).unwrap();
+        let diff = got
+            .iter()
+            .zip(want.iter())
+            .fold(0f32, |m, (a, b)| m.max((a - b).abs()));
+        assert!(
+            diff <= 1e-5 * scale,
+            "fbp on {ranks} ranks: {diff} of {scale}"
+        );
+    }
+    let (code, err) = mpirun(
+        2,
+        &[
+            "fbp",
+            "-g",
+            &g,
+            "-i",
+            &y,
+            "-o",
+            &path("s.npy"),
+            "--partition",
+            "slabs",
+        ],
+    );
+    assert_ne!(code, Some(0));
+    assert!(
+        err.contains("rank 0: --partition: fbp is distributed by views only"),
+        "{err}"
+    );
+}

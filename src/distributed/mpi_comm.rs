@@ -202,7 +202,9 @@ impl Communicator for MpiComm {
         })?;
         let total: u64 = lens.iter().sum();
         if total > Count::MAX as u64 {
-            let rank = lens.iter().position(|&l| l == *lens.iter().max().unwrap_or(&0));
+            let rank = lens
+                .iter()
+                .position(|&l| l == *lens.iter().max().unwrap_or(&0));
             return Err(Error::Distributed {
                 rank: rank.unwrap_or(0),
                 message: format!(

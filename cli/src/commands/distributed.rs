@@ -1,4 +1,5 @@
-//! `mpirun -np N rodl reconstruct --partition views|slabs …` (feature `mpi`): one rank per
+//! `mpirun -np N rodl reconstruct --partition views|slabs …` and `rodl fbp --partition views`
+//! (feature `mpi`): one rank per
 //! process, each reading only its share of the input (the `.npy` is memory-mapped and only
 //! the rank's views or detector rows are copied from it), the solver running unchanged on the
 //! distributed ray transform (`rodl::distributed`), one progress bar (rank 0's), and rank 0
@@ -15,7 +16,7 @@ use rodl::{Element, Operator, Scalar};
 
 use super::{write_result, Compute, ResultOutputs, Setup};
 use crate::algorithm::{Algorithm, Settings};
-use crate::args::{PartitionArg, ReconstructArgs};
+use crate::args::{FbpArgs, PartitionArg, ReconstructArgs};
 use crate::io::{Dtype, NpyFile, NpyScalar};
 use crate::stages::Stages;
 use crate::Failure;
@@ -104,22 +105,7 @@ fn run_typed<T: NpyScalar + Scalar>(
         compute.backend.clone(),
         across.clone(),
     )?;
-    // Only this rank's part is copied from the mapped file.
-    let (axis, rows) = ray.range_part();
-    let mine = (|| -> Result<ArrayD<T>, Failure> {
-        let map = npy.map()?;
-        let all = ArrayViewD::from_shape(npy.shape(), map.data::<T>()?)
-            .map_err(|e| Failure::new(format!("{}: {e}", args.input.display())))?;
-        let part = all.slice_axis(Axis(axis), Slice::from(rows.start..rows.end));
-        let finite = part.iter().all(|v| v.is_finite());
-        if !finite {
-            return Err(Failure::new(format!(
-                "{}: the data have entries that are not finite (NaN or infinite)",
-                args.input.display()
-            )));
-        }
-        Ok(part.to_owned())
-    })();
+    let mine = read_share(npy, &args.input, &ray);
     let data = ray.range_element(agree(across, mine)?)?;
     let mut bar = if args.quiet || rank != 0 {
         ProgressBar::hidden(settings.iterations)
@@ -174,6 +160,126 @@ fn run_typed<T: NpyScalar + Scalar>(
             "rodl: {} {} iterations {:?} -> {} {:?} on {size} ranks ({partition:?})",
             settings.algorithm,
             done.iterations,
+            setup.data_shape(),
+            args.output.display(),
+            setup.volume_shape(),
+        ));
+    }
+    Ok(())
+}
+
+/// This rank's part of the data (`ray.range_part()`), copied from the mapped file alone.
+fn read_share<T: NpyScalar + Scalar>(
+    npy: &NpyFile,
+    input: &std::path::Path,
+    ray: &DistributedRayTransform<T>,
+) -> Result<ArrayD<T>, Failure> {
+    let (axis, rows) = ray.range_part();
+    let map = npy.map()?;
+    let all = ArrayViewD::from_shape(npy.shape(), map.data::<T>()?)
+        .map_err(|e| Failure::new(format!("{}: {e}", input.display())))?;
+    let part = all.slice_axis(Axis(axis), Slice::from(rows.start..rows.end));
+    if !part.iter().all(|v| v.is_finite()) {
+        return Err(Failure::new(format!(
+            "{}: the data have entries that are not finite (NaN or infinite)",
+            input.display()
+        )));
+    }
+    Ok(part.to_owned())
+}
+
+/// `rodl fbp` over the ranks of an MPI job: each rank filters and back-projects its views
+/// (`fbp_op_views`: the whole scan's filter and weights on them), the volumes are summed.
+pub fn fbp(args: &FbpArgs, partition: PartitionArg) -> Result<(), Failure> {
+    let world = Arc::new(MpiComm::world()?);
+    let across = Across::from_arc(world);
+    let prepared = agree(
+        &across,
+        (|| {
+            if partition != PartitionArg::Views {
+                return Err(Failure::usage(
+                    "--partition: fbp is distributed by views only (each rank filters its own \
+                     views); use --partition views",
+                ));
+            }
+            let options = super::fbp::options(args)?;
+            args.image.check_options()?;
+            let compute = Compute::from_args(&args.compute)?;
+            let setup = Setup::load(&args.geometry)?;
+            args.image.check(setup.volume_shape())?;
+            let npy = NpyFile::open(&args.input)?;
+            setup.check_data(npy.shape(), &args.input, &args.geometry)?;
+            Ok((options, compute, setup, npy))
+        })(),
+    );
+    let (options, compute, setup, npy) = prepared?;
+    match npy.dtype() {
+        Dtype::F32 => fbp_typed::<f32>(args, &across, &options, &compute, &setup, &npy),
+        Dtype::F64 => fbp_typed::<f64>(args, &across, &options, &compute, &setup, &npy),
+    }
+}
+
+fn fbp_typed<T: NpyScalar + Scalar>(
+    args: &FbpArgs,
+    across: &Across,
+    options: &rodl::tomo::FbpOptions,
+    compute: &Compute,
+    setup: &Setup,
+    npy: &NpyFile,
+) -> Result<(), Failure> {
+    let (rank, size) = (across.rank(), across.size());
+    let volume = compute.volume::<T>(setup)?;
+    let plan = Plan::even(Partition::Views, setup.data_shape()[0], size)?;
+    let ray = DistributedRayTransform::new(
+        &volume,
+        &setup.geometry,
+        &plan,
+        compute.backend.clone(),
+        across.clone(),
+    )?;
+    let data = ray.range_element(agree(across, read_share(npy, &args.input, &ray))?)?;
+    let (_, views) = ray.range_part();
+    let local = (|| -> Result<ArrayD<T>, Failure> {
+        let x = match ray.local() {
+            Some(part) => {
+                let op = rodl::tomo::fbp_op_views(part, &setup.geometry, views, options)?;
+                op.apply(&data)?
+            }
+            None => volume.zero()?,
+        };
+        Ok(x.into_host()?.into_array()?)
+    })();
+    let mut x = agree(across, local)?;
+    // The views' back-projections add up to the whole FBP.
+    match x.as_slice_mut() {
+        Some(values) => across.all_sum(values)?,
+        None => return Err(Failure::new("the volume is not contiguous")),
+    }
+    let written = if rank == 0 {
+        (|| {
+            let inputs = [
+                ("--input", args.input.as_path()),
+                ("--geometry", &args.geometry),
+            ];
+            crate::output::check_distinct(&[("--output", &args.output)], &inputs)?;
+            let out = ResultOutputs::prepare(&args.output, &args.image, &inputs)?;
+            let x = volume.with_device(rodl::Device::Cpu)?.element(x)?;
+            write_result(
+                out,
+                x,
+                &args.image,
+                "the reconstruction",
+                &mut Stages::new(compute.device),
+            )
+        })()
+    } else {
+        Ok(())
+    };
+    agree(across, written)?;
+    if args.verbose && rank == 0 {
+        crate::term::note(&format!(
+            "rodl: FBP ({}) {:?} -> {} {:?} on {size} ranks by views",
+            options.filter,
             setup.data_shape(),
             args.output.display(),
             setup.volume_shape(),
