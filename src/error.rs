@@ -108,6 +108,16 @@ pub enum Error {
     /// A configuration document (geometry JSON, …) is malformed.
     #[error("invalid configuration: {0}")]
     Config(String),
+    /// A collective operation of a distributed computation failed on one of the ranks (or in
+    /// the communication itself): every rank of the job gets this error, naming the rank that
+    /// failed first and its message (see [`crate::distributed`]).
+    #[error("rank {rank}: {message}")]
+    Distributed {
+        /// The rank that failed (the lowest, when several did).
+        rank: usize,
+        /// What went wrong there.
+        message: String,
+    },
 }
 
 impl Error {
@@ -127,6 +137,7 @@ impl Error {
             Error::Io { .. } => "Io",
             Error::OutOfMemory { .. } => "OutOfMemory",
             Error::Config(_) => "Config",
+            Error::Distributed { .. } => "Distributed",
         }
     }
 }

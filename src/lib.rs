@@ -9,6 +9,7 @@
 mod backend;
 mod device;
 pub mod diagnostics;
+pub mod distributed;
 mod element;
 mod error;
 pub mod factory;
@@ -40,4 +41,6 @@ pub use operator::{
     OperatorSum, ReductionOperator, ScalarMultiple,
 };
 pub use scalar::{Scalar, ScalarFamily, SliceOf};
-pub use space::{rn, uniform_discr, weighted_rn, Pointwise, Pointwise2, Space, UniformPartition};
+pub use space::{
+    rn, uniform_discr, weighted_rn, Across, Pointwise, Pointwise2, Space, UniformPartition,
+};

@@ -54,6 +54,9 @@ pub trait Scalar:
     /// [`Scalar::as_f32`] for mutable access.
     fn as_f32_mut<F: ScalarFamily + ?Sized>(value: &mut F::Of<Self>) -> Option<&mut F::Of<f32>>;
 
+    /// `value` as the same value of `f64` when `Self` is `f64` (as [`Scalar::as_f32`]).
+    fn as_f64_mut<F: ScalarFamily + ?Sized>(value: &mut F::Of<Self>) -> Option<&mut F::Of<f64>>;
+
     /// `value` as the same container of `Self` when `Self` is `f32`; otherwise `value` back.
     fn cast_from_f32<F: ScalarFamily>(
         value: F::Of<f32>,
@@ -106,6 +109,10 @@ impl Scalar for f32 {
         Some(value)
     }
     #[inline(always)]
+    fn as_f64_mut<F: ScalarFamily + ?Sized>(_value: &mut F::Of<f32>) -> Option<&mut F::Of<f64>> {
+        None
+    }
+    #[inline(always)]
     fn cast_from_f32<F: ScalarFamily>(
         value: F::Of<f32>,
     ) -> std::result::Result<F::Of<f32>, F::Of<f32>>
@@ -152,6 +159,10 @@ impl Scalar for f64 {
     #[inline(always)]
     fn as_f32_mut<F: ScalarFamily + ?Sized>(_value: &mut F::Of<f64>) -> Option<&mut F::Of<f32>> {
         None
+    }
+    #[inline(always)]
+    fn as_f64_mut<F: ScalarFamily + ?Sized>(value: &mut F::Of<f64>) -> Option<&mut F::Of<f64>> {
+        Some(value)
     }
     #[inline(always)]
     fn cast_from_f32<F: ScalarFamily>(

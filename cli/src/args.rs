@@ -207,6 +207,12 @@ pub struct FbpArgs {
     /// PNG picture.
     #[command(flatten)]
     pub image: ImageArgs,
+    /// Under `mpirun -np N` (built with the feature `mpi`): `views` splits the views over the
+    /// ranks (each reads and filters only its views; the back-projections are summed, rank 0
+    /// writes).
+    #[cfg(feature = "mpi")]
+    #[arg(long, value_enum, value_name = "PARTITION")]
+    pub partition: Option<PartitionArg>,
     /// Report shapes and the compute time on stderr.
     #[arg(long, short)]
     pub verbose: bool,
@@ -251,6 +257,13 @@ pub struct ReconstructArgs {
     /// PNG picture.
     #[command(flatten)]
     pub image: ImageArgs,
+    /// Under `mpirun -np N` (built with the feature `mpi`): split the work over the ranks by
+    /// views (the volume on every rank) or by slabs of the volume along z (each rank its slab
+    /// and its detector rows); each rank reads only its share of the input, rank 0 writes
+    /// the output. cgls, sirt and landweber.
+    #[cfg(feature = "mpi")]
+    #[arg(long, value_enum, value_name = "PARTITION")]
+    pub partition: Option<PartitionArg>,
     /// No progress bar.
     #[arg(long, short)]
     pub quiet: bool,
@@ -430,4 +443,14 @@ fn parse_length(text: &str) -> Result<f64, String> {
         Ok(x) if x.is_finite() && x > 0.0 => Ok(x),
         _ => Err(format!("expected a length in mm > 0, got {text:?}")),
     }
+}
+
+/// How `rodl reconstruct --partition` splits the work over the ranks of an MPI job.
+#[cfg(feature = "mpi")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum PartitionArg {
+    /// Each rank its views; the volume on every rank.
+    Views,
+    /// Each rank a slab of the volume along z and its detector rows.
+    Slabs,
 }

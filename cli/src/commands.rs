@@ -2,6 +2,8 @@
 //! device ([`Compute`]).
 
 pub mod demo;
+#[cfg(feature = "mpi")]
+pub mod distributed;
 pub mod fbp;
 pub mod info;
 pub mod phantom;

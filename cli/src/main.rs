@@ -69,6 +69,12 @@ impl Failure {
         }
     }
 
+    /// The message.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
     /// A usage error: an option or its value is wrong (exit status 2).
     pub fn usage(message: impl Into<String>) -> Self {
         Failure {

@@ -100,16 +100,16 @@ impl Bounds {
     ) -> Result<Bounds> {
         let op = op.as_linear();
         op.range().check_member(y, "tv bounds: data")?;
-        let host_max = |x: &Element<T>| -> Result<f64> {
-            let h = x.to_host()?;
-            Ok(h.as_slice()?.iter().map(|v| v.f64()).fold(0.0, f64::max))
-        };
-        let row = host_max(&op.apply(&op.domain().one()?)?)?;
-        let col = host_max(&op.adjoint()?.apply(&op.range().one()?)?)?;
+        // Through the spaces, so that the maxima of distributed data are over all ranks.
+        let row = op.range().max(&op.apply(&op.domain().one()?)?)?.max(0.0);
+        let col = op
+            .domain()
+            .max(&op.adjoint()?.apply(&op.range().one()?)?)?
+            .max(0.0);
         let cells = op.domain().cell_sides()?;
         let grad = 2.0 * cells.iter().map(|h| h.powi(-2)).sum::<f64>().sqrt();
         let cell = cells.iter().cloned().fold(f64::INFINITY, f64::min);
-        let ymax = host_max(y)?;
+        let ymax = op.range().max(y)?.max(0.0);
         Ok(Bounds {
             ray: (row * col).sqrt(),
             grad,

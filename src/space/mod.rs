@@ -4,6 +4,7 @@
 //! and combines its [`Element`]s. All vector-space arithmetic goes through the space, which checks
 //! that the elements belong to it and dispatches to the backend of its device.
 
+mod across;
 mod partition;
 mod pointwise;
 mod vector_ops;
@@ -16,6 +17,9 @@ use ndarray::{ArrayD, IxDyn};
 use rand::Rng;
 use rand_distr::StandardNormal;
 
+#[cfg(feature = "mpi")]
+pub(crate) use across::check_counts;
+pub use across::{Across, Communicator};
 pub use partition::UniformPartition;
 pub use pointwise::{Pointwise, Pointwise2};
 
@@ -48,13 +52,16 @@ enum SpaceKind<T: Scalar> {
     Product(Vec<Space<T>>),
 }
 
-/// Description of a tensor space: shape, constant weight, optional partition, device.
+/// Description of a tensor space: shape, constant weight, optional partition, device, and the
+/// communicator of a rank's share of a distributed space.
 #[derive(Clone, Debug, PartialEq)]
 struct TensorSpec {
     shape: Vec<usize>,
     weight: f64,
     partition: Option<UniformPartition>,
     device: Device,
+    /// `Some` for a rank's share: reductions are summed over its ranks.
+    across: Option<Across>,
 }
 
 impl<T: Scalar> Clone for Space<T> {
@@ -103,6 +110,7 @@ pub fn weighted_rn<T: Scalar>(shape: &[usize], weight: f64) -> Result<Space<T>> 
         weight,
         partition: None,
         device: Device::Cpu,
+        across: None,
     })))
 }
 
@@ -160,7 +168,109 @@ impl<T: Scalar> Space<T> {
             weight: partition.cell_volume(),
             partition: Some(partition),
             device: Device::Cpu,
+            across: None,
         }))
+    }
+
+    /// This tensor space as one rank's share of a space distributed over the ranks of
+    /// `across`: the same shape, weighting, partition and device, with inner products, norms,
+    /// distances, integrals and extrema ([`Space::max`], [`Space::min`]) summed (or taken)
+    /// over the ranks, so that they are those of the whole distributed space. Every such
+    /// reduction is collective (every rank calls it); see [`crate::distributed`].
+    ///
+    /// ```
+    /// use rodl::distributed::{Across, SingleRank};
+    /// let share = rodl::rn::<f64>(&[3])?.local_share(Across::new(SingleRank))?;
+    /// assert_eq!(share.norm(&share.full(2.0)?)?, 12f64.sqrt());
+    /// assert!(share.across().is_some());
+    /// # Ok::<(), rodl::Error>(())
+    /// ```
+    ///
+    /// Errors for a product space (make shares of its parts and their product instead).
+    pub fn local_share(&self, across: Across) -> Result<Self> {
+        let t = self.tensor()?;
+        Ok(Space::from_kind(SpaceKind::Tensor(TensorSpec {
+            across: Some(across),
+            ..t.clone()
+        })))
+    }
+
+    /// One rank's part of this tensor space, the cells `cells` along `axis`, as a share over
+    /// `across` ([`Space::local_share`]): the shape cut to `cells` (which may be empty: a rank
+    /// with nothing), the whole space's weight, the partition of those cells, the same device.
+    ///
+    /// ```
+    /// use rodl::distributed::{Across, SingleRank};
+    /// let s = rodl::uniform_discr::<f64>(&[0.0, 0.0], &[1.0, 1.0], &[4, 6])?;
+    /// let part = s.local_part(1, 2..5, Across::new(SingleRank))?;
+    /// assert_eq!(part.shape()?, &[4, 3]);
+    /// assert_eq!(part.min_pt()?, &[0.0, 2.0 / 6.0]);
+    /// let none = s.local_part(0, 4..4, Across::new(SingleRank))?;
+    /// assert_eq!(none.size(), 0);
+    /// # Ok::<(), rodl::Error>(())
+    /// ```
+    pub fn local_part(
+        &self,
+        axis: usize,
+        cells: std::ops::Range<usize>,
+        across: Across,
+    ) -> Result<Self> {
+        let t = self.tensor()?;
+        let n = *t
+            .shape
+            .get(axis)
+            .ok_or_else(|| Error::invalid(format!("local_part: axis {axis} of {self}")))?;
+        if cells.start > cells.end || cells.end > n {
+            return Err(Error::invalid(format!(
+                "local_part: the cells {cells:?} are not within 0..{n} of axis {axis} of {self}"
+            )));
+        }
+        let mut shape = t.shape.clone();
+        shape[axis] = cells.len();
+        let partition = match &t.partition {
+            Some(p) if !cells.is_empty() => Some(p.cells(axis, cells)?),
+            _ => None,
+        };
+        Space::share_of_shape(&shape, t.weight, partition, t.device, across)
+    }
+
+    /// A rank's share of `shape` (which may have empty axes: a rank with no part of the
+    /// data), weight `weight`, on `device`, with `partition` when it has one (of `shape`).
+    fn share_of_shape(
+        shape: &[usize],
+        weight: f64,
+        partition: Option<UniformPartition>,
+        device: Device,
+        across: Across,
+    ) -> Result<Self> {
+        if shape.is_empty() || !(weight.is_finite() && weight > 0.0) {
+            return Err(Error::invalid(format!(
+                "a share space needs at least one axis and a positive weight, got {shape:?} and \
+                 {weight}"
+            )));
+        }
+        if !shape.contains(&0) {
+            check_shape(shape)?;
+        }
+        if partition.as_ref().is_some_and(|p| p.shape() != shape) {
+            return Err(Error::invalid("share space: the partition's shape differs"));
+        }
+        Ok(Space::from_kind(SpaceKind::Tensor(TensorSpec {
+            shape: shape.to_vec(),
+            weight,
+            partition,
+            device,
+            across: Some(across),
+        })))
+    }
+
+    /// The communicator of a rank's share ([`Space::local_share`]); for a product space, that
+    /// of its shared parts. `None` for an ordinary (whole, or replicated) space.
+    pub fn across(&self) -> Option<&Across> {
+        match &*self.inner {
+            SpaceKind::Tensor(t) => t.across.as_ref(),
+            SpaceKind::Product(p) => p.iter().find_map(|s| s.across()),
+        }
     }
 
     /// The product space `parts[0] × parts[1] × …`; its inner product is the sum of the parts'.
@@ -171,6 +281,14 @@ impl<T: Scalar> Space<T> {
             return Err(Error::invalid("a product space needs at least one part"));
         }
         let d = parts[0].device();
+        if let Some(a) = parts.iter().find_map(|p| p.across()) {
+            if let Some(p) = parts.iter().find(|p| p.across().is_some_and(|b| b != a)) {
+                return Err(Error::Unsupported(format!(
+                    "a product space of shares over different communicators ({p} and a part \
+                     over {a:?})"
+                )));
+            }
+        }
         if let Some(p) = parts.iter().find(|p| p.device() != d) {
             return Err(Error::device_mismatch("product space", d, p.device()));
         }
@@ -515,6 +633,9 @@ impl<T: Scalar> fmt::Display for Space<T> {
                 write!(f, "<{}>", T::NAME)?;
                 if t.device != Device::Cpu {
                     write!(f, " on {}", t.device)?;
+                }
+                if let Some(a) = &t.across {
+                    write!(f, " (share of rank {} of {})", a.rank(), a.size())?;
                 }
                 Ok(())
             }

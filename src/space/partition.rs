@@ -55,6 +55,38 @@ impl UniformPartition {
         })
     }
 
+    /// The partition of the cells `cells` (non-empty, within the axis) along `axis`: the same
+    /// cell sides (to rounding), the borders at the whole partition's where they coincide.
+    pub fn cells(&self, axis: usize, cells: std::ops::Range<usize>) -> Result<Self> {
+        let n = *self.shape().get(axis).ok_or_else(|| {
+            Error::invalid(format!("axis {axis} of a {}-axis partition", self.ndim()))
+        })?;
+        if cells.start >= cells.end || cells.end > n {
+            return Err(Error::invalid(format!(
+                "the cells {cells:?} are empty or not within 0..{n}"
+            )));
+        }
+        let h = self.cell_side(axis);
+        let at = |k: usize| {
+            if k == 0 {
+                self.min_pt()[axis]
+            } else if k == n {
+                self.max_pt()[axis]
+            } else {
+                self.min_pt()[axis] + k as f64 * h
+            }
+        };
+        let (mut lo, mut hi, mut shape) = (
+            self.min_pt().to_vec(),
+            self.max_pt().to_vec(),
+            self.shape().to_vec(),
+        );
+        lo[axis] = at(cells.start);
+        hi[axis] = at(cells.end);
+        shape[axis] = cells.len();
+        UniformPartition::new(&lo, &hi, &shape)
+    }
+
     /// Number of axes.
     pub fn ndim(&self) -> usize {
         self.shape.len()

@@ -82,19 +82,81 @@ impl<T: Scalar> Space<T> {
         }
     }
 
-    fn reduce_rec(&self, op: Reduction, x: &Element<T>, y: &Element<T>) -> Result<f64> {
+    /// The local sums of `op` over the leaves: (whole or replicated leaves, shared leaves).
+    fn reduce_rec(&self, op: Reduction, x: &Element<T>, y: &Element<T>) -> Result<(f64, f64)> {
         match (&*self.inner, &x.kind, &y.kind) {
             (SpaceKind::Product(ps), ElementKind::Product(xs), ElementKind::Product(ys)) => {
-                let mut acc = 0.0;
+                let mut acc = (0.0, 0.0);
                 for ((s, x), y) in ps.iter().zip(xs).zip(ys) {
-                    acc += s.reduce_rec(op, x, y)?;
+                    let (a, b) = s.reduce_rec(op, x, y)?;
+                    acc = (acc.0 + a, acc.1 + b);
                 }
                 Ok(acc)
             }
             (SpaceKind::Tensor(t), ElementKind::Tensor(a), ElementKind::Tensor(b)) => {
-                Ok(t.weight * a.reduce(op, b)?)
+                let v = t.weight * a.reduce(op, b)?;
+                Ok(if t.across.is_some() {
+                    (0.0, v)
+                } else {
+                    (v, 0.0)
+                })
             }
             _ => Err(structure_mix()),
+        }
+    }
+
+    /// The reduction `op` of the whole space: the local sums after the membership check
+    /// `checked`, the shared leaves' part summed over the ranks (collectively, also when the
+    /// check or the local sums failed, so that every rank gets the same outcome).
+    fn reduction(
+        &self,
+        op: Reduction,
+        x: &Element<T>,
+        y: &Element<T>,
+        checked: Result<()>,
+    ) -> Result<f64> {
+        let local = checked.and_then(|_| self.reduce_rec(op, x, y));
+        match self.across() {
+            None => local.map(|(whole, shared)| whole + shared),
+            Some(across) => {
+                let (whole, shared) = match local {
+                    Ok((w, s)) => (w, Ok(s)),
+                    Err(e) => (0.0, Err(e)),
+                };
+                Ok(whole + across.sum(shared)?)
+            }
+        }
+    }
+
+    /// The largest entry of `x` over all parts (and, on a share space, all ranks; collective
+    /// there), as f64; NaN when an entry is NaN. A GPU element is copied to the host for it.
+    pub fn max(&self, x: &Element<T>) -> Result<f64> {
+        let local = self.check_member(x, "max").and_then(|_| {
+            if x.device() == crate::Device::Cpu {
+                x.max()
+            } else {
+                x.to_host()?.max()
+            }
+        });
+        match self.across() {
+            None => local,
+            Some(a) => a.max(local),
+        }
+    }
+
+    /// The smallest entry of `x` over all parts (and, on a share space, all ranks; collective
+    /// there), as f64; NaN when an entry is NaN. A GPU element is copied to the host for it.
+    pub fn min(&self, x: &Element<T>) -> Result<f64> {
+        let local = self.check_member(x, "min").and_then(|_| {
+            if x.device() == crate::Device::Cpu {
+                x.min()
+            } else {
+                x.to_host()?.min()
+            }
+        });
+        match self.across() {
+            None => local,
+            Some(a) => a.min(local),
         }
     }
 
@@ -204,25 +266,24 @@ impl<T: Scalar> Space<T> {
 
     /// The weighted inner product `⟨x, y⟩`, accumulated in f64.
     pub fn inner(&self, x: &Element<T>, y: &Element<T>) -> Result<f64> {
-        self.check2(x, y, "inner")?;
-        self.reduce_rec(Reduction::Inner, x, y)
+        self.reduction(Reduction::Inner, x, y, self.check2(x, y, "inner"))
     }
 
     /// The norm `‖x‖ = √⟨x, x⟩`.
     pub fn norm(&self, x: &Element<T>) -> Result<f64> {
-        self.check_member(x, "norm")?;
-        Ok(self.reduce_rec(Reduction::NormSq, x, x)?.sqrt())
+        let checked = self.check_member(x, "norm");
+        Ok(self.reduction(Reduction::NormSq, x, x, checked)?.sqrt())
     }
 
     /// The distance `‖x − y‖` (without a temporary).
     pub fn dist(&self, x: &Element<T>, y: &Element<T>) -> Result<f64> {
-        self.check2(x, y, "dist")?;
-        Ok(self.reduce_rec(Reduction::DistSq, x, y)?.sqrt())
+        let checked = self.check2(x, y, "dist");
+        Ok(self.reduction(Reduction::DistSq, x, y, checked)?.sqrt())
     }
 
     /// The weighted sum of all entries, `⟨x, 1⟩` (the integral on a discretised space).
     pub fn integral(&self, x: &Element<T>) -> Result<f64> {
-        self.check_member(x, "integral")?;
-        self.reduce_rec(Reduction::Sum, x, x)
+        let checked = self.check_member(x, "integral");
+        self.reduction(Reduction::Sum, x, x, checked)
     }
 }

@@ -52,9 +52,14 @@ impl Grid {
     /// for bit (so every ray keeps its dominant axis, which a partition of the slab's extent
     /// could change by a rounding of its cell side), the lower corner moved to the slab's.
     pub(crate) fn slab(&self, cells: std::ops::Range<usize>) -> Self {
+        self.slab_along(0, cells)
+    }
+
+    /// [`Grid::slab`] along `axis` (0..3).
+    pub(crate) fn slab_along(&self, axis: usize, cells: std::ops::Range<usize>) -> Self {
         let mut grid = *self;
-        grid.shape[0] = cells.len();
-        grid.min[0] = self.min[0] + cells.start as f64 * self.h[0];
+        grid.shape[axis] = cells.len();
+        grid.min[axis] = self.min[axis] + cells.start as f64 * self.h[axis];
         grid
     }
 }

@@ -17,7 +17,7 @@ mod cuda_pieces;
 pub mod fbp;
 pub mod geometry;
 mod gpu_interface;
-mod grid;
+pub(crate) mod grid;
 mod multi_device;
 pub mod phantom;
 mod projector;

@@ -38,6 +38,10 @@ pub fn options(args: &FbpArgs) -> Result<FbpOptions, Failure> {
 
 /// `rodl fbp`.
 pub fn run(args: &FbpArgs) -> Result<(), Failure> {
+    #[cfg(feature = "mpi")]
+    if let Some(partition) = args.partition {
+        return super::distributed::fbp(args, partition);
+    }
     let options = options(args)?;
     args.image.check_options()?;
     let compute = Compute::from_args(&args.compute)?;

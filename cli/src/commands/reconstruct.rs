@@ -15,6 +15,10 @@ use crate::Failure;
 
 /// `rodl reconstruct`.
 pub fn run(args: &ReconstructArgs) -> Result<(), Failure> {
+    #[cfg(feature = "mpi")]
+    if let Some(partition) = args.partition {
+        return super::distributed::run(args, partition);
+    }
     let settings = Settings {
         algorithm: args.algorithm,
         iterations: args.iterations,

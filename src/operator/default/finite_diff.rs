@@ -42,6 +42,14 @@ fn tensor_space<T: Scalar>(space: &Space<T>, what: &str) -> Result<()> {
             "{what} needs a tensor space, got {space}"
         )));
     }
+    // Differences across a share's border need the neighbouring ranks' cells (a halo).
+    if space.across().is_some() {
+        return Err(Error::Unsupported(format!(
+            "{what} on a rank's share of a distributed space ({space}): the differences at the \
+             share's borders need the neighbouring ranks' cells; partition by views (the \
+             volume is then whole on every rank)"
+        )));
+    }
     Ok(())
 }
 
