@@ -20,6 +20,7 @@ mod algorithm;
 mod args;
 mod commands;
 mod coverage;
+mod fbp_options;
 #[cfg(test)]
 mod fuzz;
 mod image;

@@ -3,6 +3,7 @@
 //! the geometry constructors with keyword arguments, `from_odl` and the PyTorch module.
 
 mod array;
+mod backend_options;
 mod count;
 mod diagnostics;
 mod dlpack;

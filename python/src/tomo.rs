@@ -151,7 +151,7 @@ impl PyRayTransform {
         if matches!(self.backend, Backend::Cpu(_)) {
             o.cuda.deterministic = true;
         }
-        let d = crate::factory::options_dict(py, &o)?;
+        let d = crate::backend_options::options_dict(py, &o)?;
         if matches!(self.backend, Backend::Cpu(_)) {
             d.set_item("memory_budget", py.None())?;
         }

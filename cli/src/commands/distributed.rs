@@ -202,7 +202,7 @@ pub fn fbp(args: &FbpArgs, partition: PartitionArg) -> Result<(), Failure> {
                      views); use --partition views",
                 ));
             }
-            let options = super::fbp::options(args)?;
+            let options = crate::fbp_options::options(args)?;
             args.image.check_options()?;
             let compute = Compute::from_args(&args.compute)?;
             let setup = Setup::load(&args.geometry)?;

@@ -1,40 +1,16 @@
 //! `rodl fbp`: filtered back-projection (FDK for cone beams) with `rodl::tomo::fbp_op`.
 
 use ndarray::ArrayD;
-use rodl::tomo::{fbp_op, FbpOptions, FilterType};
+use rodl::tomo::{fbp_op, FbpOptions};
 use rodl::Operator;
 
 use super::{write_result, Compute, ResultOutputs, Setup};
 use crate::args::FbpArgs;
+use crate::fbp_options::options;
 use crate::io::{read_array, AnyArray, Dtype, NpyFile, NpyScalar};
 use crate::out_of_core::{self, Job};
 use crate::stages::Stages;
 use crate::Failure;
-
-/// The FBP options of the command line (usage errors when a value is wrong).
-pub fn options(args: &FbpArgs) -> Result<FbpOptions, Failure> {
-    let filter: FilterType = args
-        .filter
-        .parse()
-        .map_err(|e| Failure::usage(format!("--filter: {}", crate::error_message(&e))))?;
-    let bad_parker = || {
-        Failure::usage(format!(
-            "--parker expects a number in (0, 1] or `off`, got {:?}",
-            args.parker
-        ))
-    };
-    let parker = match args.parker.trim().to_ascii_lowercase().as_str() {
-        "off" | "none" | "no" => None,
-        q => match q.parse::<f64>() {
-            Ok(q) if q > 0.0 && q <= 1.0 => Some(q),
-            _ => return Err(bad_parker()),
-        },
-    };
-    Ok(FbpOptions::new(filter)
-        .with_frequency_scaling(args.frequency_scaling)
-        .with_padding(args.padding)
-        .with_parker(parker))
-}
 
 /// `rodl fbp`.
 pub fn run(args: &FbpArgs) -> Result<(), Failure> {

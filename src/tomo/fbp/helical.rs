@@ -29,7 +29,7 @@
 
 use std::f64::consts::PI;
 
-use super::weights::smooth_step;
+use super::smooth_step::smooth_step;
 use crate::{Error, Result};
 
 /// The largest half-width of the window's transitions.

@@ -109,6 +109,7 @@ mod helical;
 mod operator;
 mod quadrature;
 mod setup;
+mod smooth_step;
 mod weights;
 
 #[cfg(feature = "cuda")]

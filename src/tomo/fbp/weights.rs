@@ -4,6 +4,7 @@ use std::f64::consts::PI;
 
 use super::helical::row_window;
 use super::setup::{Setup, Source};
+use super::smooth_step::smooth_step;
 use crate::{Error, Result};
 
 /// A factored weight on data `[views, u, v]`: `uv[i·nv + j] · au[a·nu + i]` (each factor
@@ -47,17 +48,6 @@ impl Weights {
             w *= au[a * nu + i];
         }
         w
-    }
-}
-
-/// The smooth step of Parker weights: 0 below `−½`, `sin²(π/2 (b + ½))` in between, 1 above `½`.
-pub(super) fn smooth_step(b: f64) -> f64 {
-    if b <= -0.5 {
-        0.0
-    } else if b >= 0.5 {
-        1.0
-    } else {
-        0.5 * (1.0 + (PI * b).sin())
     }
 }
 
