@@ -13,31 +13,12 @@ use rodl::{LinearOperator, Operator, Scalar};
 
 mod common;
 
-use common::{stderr, TempDir};
+use common::{rodl, rodl_ok, stderr, TempDir};
 
 fn data(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../tests/data/odl")
         .join(name)
-}
-
-fn rodl<S: AsRef<OsStr>>(args: &[S]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rodl"))
-        .args(args)
-        .output()
-        .expect("cannot start the rodl binary")
-}
-
-/// Runs `rodl` and asserts success.
-fn rodl_ok<S: AsRef<OsStr>>(args: &[S]) -> Output {
-    let out = rodl(args);
-    assert!(
-        out.status.success(),
-        "rodl failed ({}): {}",
-        out.status,
-        stderr(&out)
-    );
-    out
 }
 
 /// Asserts a clean failure: non-zero exit, exactly one line `rodl: error: …` on stderr that

@@ -7,7 +7,7 @@
 use std::ffi::OsStr;
 use std::fs::File;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
 use ndarray::{Array3, ArrayD};
 use ndarray_npy::read_npy;
@@ -17,7 +17,7 @@ use tiff::encoder::{colortype, TiffEncoder};
 
 mod common;
 
-use common::{stderr, TempDir};
+use common::{rodl, rodl_ok, stderr, TempDir};
 
 /// Detector columns, rows and views of the synthetic scan.
 const NU: usize = 40;
@@ -32,19 +32,6 @@ const DARK: f64 = 100.0;
 const MU: f64 = 0.02;
 const RADIUS: f64 = 8.0;
 const CENTRE: [f64; 2] = [4.0, -3.0];
-
-fn rodl<S: AsRef<OsStr>>(args: &[S]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rodl"))
-        .args(args)
-        .output()
-        .expect("cannot start the rodl binary")
-}
-
-fn rodl_ok<S: AsRef<OsStr>>(args: &[S]) -> Output {
-    let out = rodl(args);
-    assert!(out.status.success(), "rodl failed: {}", stderr(&out));
-    out
-}
 
 /// The geometry the scan was taken with: angles k·1.5° (the midpoints of ±0.75° cells; the first and last views are 178.5° apart, within the centre finder's 2°), a 1 mm
 /// detector shifted by SHIFT mm, the volume of `rodl scan`'s default (NU × NU × NV of 1 mm).

@@ -10,7 +10,6 @@
 
 use std::ffi::OsStr;
 use std::path::Path;
-use std::process::{Command, Output};
 
 use ndarray::ArrayD;
 use ndarray_npy::{read_npy, write_npy};
@@ -20,7 +19,7 @@ mod common;
 #[path = "common/synthetic.rs"]
 mod synthetic;
 
-use common::{stderr, TempDir};
+use common::{rodl, rodl_ok, stderr, TempDir};
 use synthetic::{line_integrals, mse, psnr, scan_counts, write_with_python, Corruption, Phantom};
 
 /// Detector columns and rows, views (over 360°), pixel size (mm), distances (mm).
@@ -32,19 +31,6 @@ const SRC: f64 = 200.0;
 const DET: f64 = 100.0;
 /// The rotation axis' offset: a detector shift of SHIFT pixels.
 const SHIFT: f64 = 3.4;
-
-fn rodl<S: AsRef<OsStr>>(args: &[S]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rodl"))
-        .args(args)
-        .output()
-        .expect("cannot start the rodl binary")
-}
-
-fn rodl_ok<S: AsRef<OsStr>>(args: &[S]) -> Output {
-    let out = rodl(args);
-    assert!(out.status.success(), "rodl failed: {}", stderr(&out));
-    out
-}
 
 /// The geometry the scan was taken with, as `rodl scan` builds it from the file (angles k·1.5°
 /// as the midpoints of a uniform partition, the detector shifted by SHIFT pixels) and its

@@ -8,7 +8,6 @@
 
 use std::ffi::OsStr;
 use std::path::Path;
-use std::process::{Command, Output};
 
 use ndarray::ArrayD;
 use ndarray_npy::{read_npy, write_npy};
@@ -18,7 +17,7 @@ mod common;
 #[path = "common/synthetic.rs"]
 mod synthetic;
 
-use common::{stderr, TempDir};
+use common::{rodl_ok, stderr, TempDir};
 use synthetic::{line_integrals, mse, psnr, scan_counts, write_with_python, Corruption, Phantom};
 
 const NU: usize = 256;
@@ -26,19 +25,6 @@ const NV: usize = 4;
 const VIEWS: usize = 180;
 /// 1 mm pixels.
 const SHIFT: f64 = 3.4;
-
-fn rodl<S: AsRef<OsStr>>(args: &[S]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rodl"))
-        .args(args)
-        .output()
-        .expect("cannot start the rodl binary")
-}
-
-fn rodl_ok<S: AsRef<OsStr>>(args: &[S]) -> Output {
-    let out = rodl(args);
-    assert!(out.status.success(), "rodl failed: {}", stderr(&out));
-    out
-}
 
 /// The scan's geometry as `rodl scan` builds it (angles k·1° as partition midpoints, 1 mm
 /// pixels, the detector shifted by SHIFT) and its default volume.

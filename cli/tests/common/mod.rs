@@ -1,8 +1,9 @@
 //! Helpers shared by the tool's integration tests.
 #![allow(dead_code)]
 
+use std::ffi::OsStr;
 use std::path::PathBuf;
-use std::process::Output;
+use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// A fresh directory under the system temp dir, removed on drop.
@@ -46,4 +47,24 @@ impl Drop for TempDir {
 /// The standard error of a finished `rodl` process, as text.
 pub fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Runs the `rodl` binary of this package with `args`.
+pub fn rodl<S: AsRef<OsStr>>(args: &[S]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rodl"))
+        .args(args)
+        .output()
+        .expect("cannot start the rodl binary")
+}
+
+/// Runs `rodl` and asserts success.
+pub fn rodl_ok<S: AsRef<OsStr>>(args: &[S]) -> Output {
+    let out = rodl(args);
+    assert!(
+        out.status.success(),
+        "rodl failed ({}): {}",
+        out.status,
+        stderr(&out)
+    );
+    out
 }
