@@ -7,6 +7,7 @@
 use std::ffi::OsStr;
 use std::fs::File;
 use std::path::Path;
+#[cfg(feature = "hdf5")]
 use std::process::Command;
 
 use ndarray::{Array3, ArrayD};
