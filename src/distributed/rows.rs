@@ -69,6 +69,13 @@ impl RowExchange {
         &self.owned[self.me]
     }
 
+    /// `rows(q)` for every other rank `q`, nothing for this one (its rows stay local).
+    fn peer_rows(&self, rows: impl Fn(usize) -> Range<usize>) -> Vec<Range<usize>> {
+        (0..self.bands.len())
+            .map(|q| if q == self.me { 0..0 } else { rows(q) })
+            .collect()
+    }
+
     /// Forward: `out` (the owned rows) = the sum over the ranks, in rank order, of their bands'
     /// rows in it; `band` is this rank's band projection.
     pub(crate) fn gather_sum<T: Scalar>(
@@ -79,24 +86,8 @@ impl RowExchange {
     ) -> Result<()> {
         let ranks = self.bands.len();
         let (me, b, o) = (self.me, self.band(), self.own());
-        let send_rows: Vec<Range<usize>> = (0..ranks)
-            .map(|q| {
-                if q == me {
-                    0..0
-                } else {
-                    overlap(b, &self.owned[q])
-                }
-            })
-            .collect();
-        let recv_rows: Vec<Range<usize>> = (0..ranks)
-            .map(|q| {
-                if q == me {
-                    0..0
-                } else {
-                    overlap(&self.bands[q], o)
-                }
-            })
-            .collect();
+        let send_rows = self.peer_rows(|q| overlap(b, &self.owned[q]));
+        let recv_rows = self.peer_rows(|q| overlap(&self.bands[q], o));
         out.iter_mut().for_each(|v| *v = T::zero());
         // Every rank takes the same lane groups (the chunk depends on all ranks' rows).
         for lanes in self.lane_groups() {
@@ -162,24 +153,8 @@ impl RowExchange {
     ) -> Result<()> {
         let ranks = self.bands.len();
         let (me, b, o) = (self.me, self.band(), self.own());
-        let send_rows: Vec<Range<usize>> = (0..ranks)
-            .map(|q| {
-                if q == me {
-                    0..0
-                } else {
-                    overlap(o, &self.bands[q])
-                }
-            })
-            .collect();
-        let recv_rows: Vec<Range<usize>> = (0..ranks)
-            .map(|q| {
-                if q == me {
-                    0..0
-                } else {
-                    overlap(&self.owned[q], b)
-                }
-            })
-            .collect();
+        let send_rows = self.peer_rows(|q| overlap(o, &self.bands[q]));
+        let recv_rows = self.peer_rows(|q| overlap(&self.owned[q], b));
         for lanes in self.lane_groups() {
             let n = lanes.len();
             let data = &data[(lanes.start * o.len()).min(data.len())..][..n * o.len()];
