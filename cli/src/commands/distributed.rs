@@ -135,26 +135,8 @@ fn run_typed<T: NpyScalar + Scalar>(
     bar.inner().abandon();
     let whole = gather(across, &ray, x)?;
     // Rank 0 writes; the others wait for its outcome.
-    let written = match whole {
-        Some(x) => (|| {
-            let inputs = [
-                ("--input", args.input.as_path()),
-                ("--geometry", &args.geometry),
-            ];
-            crate::output::check_distinct(&[("--output", &args.output)], &inputs)?;
-            let out = ResultOutputs::prepare(&args.output, &args.image, &inputs)?;
-            let x = volume.with_device(rodl::Device::Cpu)?.element(x)?;
-            write_result(
-                out,
-                x,
-                &args.image,
-                "the reconstruction",
-                &mut Stages::new(compute.device),
-            )
-        })(),
-        None => Ok(()),
-    };
-    agree(across, written)?;
+    let files = [&args.input, &args.geometry, &args.output];
+    write_on_rank_zero(across, whole, files, &args.image, &volume, compute)?;
     if args.verbose && rank == 0 {
         crate::term::note(&format!(
             "rodl: {} {} iterations {:?} -> {} {:?} on {size} ranks ({partition:?})",
@@ -255,27 +237,15 @@ fn fbp_typed<T: NpyScalar + Scalar>(
         Some(values) => across.all_sum(values)?,
         None => return Err(Failure::new("the volume is not contiguous")),
     }
-    let written = if rank == 0 {
-        (|| {
-            let inputs = [
-                ("--input", args.input.as_path()),
-                ("--geometry", &args.geometry),
-            ];
-            crate::output::check_distinct(&[("--output", &args.output)], &inputs)?;
-            let out = ResultOutputs::prepare(&args.output, &args.image, &inputs)?;
-            let x = volume.with_device(rodl::Device::Cpu)?.element(x)?;
-            write_result(
-                out,
-                x,
-                &args.image,
-                "the reconstruction",
-                &mut Stages::new(compute.device),
-            )
-        })()
-    } else {
-        Ok(())
-    };
-    agree(across, written)?;
+    let files = [&args.input, &args.geometry, &args.output];
+    write_on_rank_zero(
+        across,
+        (rank == 0).then_some(x),
+        files,
+        &args.image,
+        &volume,
+        compute,
+    )?;
     if args.verbose && rank == 0 {
         crate::term::note(&format!(
             "rodl: FBP ({}) {:?} -> {} {:?} on {size} ranks by views",
@@ -286,6 +256,36 @@ fn fbp_typed<T: NpyScalar + Scalar>(
         ));
     }
     Ok(())
+}
+
+/// Rank 0 writes the volume `x` (`Some` there, `None` on the other ranks) to the output of
+/// `files = [input, geometry, output]`, checked against the inputs; every rank then agrees on
+/// the outcome.
+fn write_on_rank_zero<T: NpyScalar + Scalar>(
+    across: &Across,
+    x: Option<ArrayD<T>>,
+    [input, geometry, output]: [&std::path::PathBuf; 3],
+    image: &crate::image::ImageArgs,
+    volume: &rodl::Space<T>,
+    compute: &Compute,
+) -> Result<(), Failure> {
+    let written = match x {
+        Some(x) => (|| {
+            let inputs = [("--input", input.as_path()), ("--geometry", geometry)];
+            crate::output::check_distinct(&[("--output", output)], &inputs)?;
+            let out = ResultOutputs::prepare(output, image, &inputs)?;
+            let x = volume.with_device(rodl::Device::Cpu)?.element(x)?;
+            write_result(
+                out,
+                x,
+                image,
+                "the reconstruction",
+                &mut Stages::new(compute.device),
+            )
+        })(),
+        None => Ok(()),
+    };
+    agree(across, written)
 }
 
 /// The whole volume on rank 0 (`None` elsewhere): rank 0's copy by views, the slabs gathered
