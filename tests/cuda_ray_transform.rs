@@ -580,7 +580,7 @@ fn deterministic_results_are_bitwise_reproducible() {
             op.adjoint().unwrap().apply(&y).unwrap(),
         );
         let (f0, a0) = (bits(&fx), bits(&aty));
-        for run in 1..20 {
+        for run in 1..common::repeats(20) {
             assert_eq!(
                 bits(&op.apply(&x).unwrap()),
                 f0,
@@ -622,7 +622,7 @@ fn deterministic_results_are_bitwise_reproducible() {
             bits(&pieces.apply(&xh).unwrap()),
             bits(&pieces.adjoint().unwrap().apply(&yh).unwrap()),
         );
-        for run in 1..5 {
+        for run in 1..common::repeats(5) {
             assert_eq!(
                 bits(&pieces.apply(&xh).unwrap()),
                 pf,

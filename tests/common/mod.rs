@@ -445,3 +445,13 @@ pub fn gpu_alone() -> std::sync::RwLockWriteGuard<'static, ()> {
 pub fn gpu_shared() -> std::sync::RwLockReadGuard<'static, ()> {
     GPU_LOCK.read().unwrap_or_else(|e| e.into_inner())
 }
+
+/// How many times a reproducibility test repeats a call: `default`, or fewer where
+/// `RODL_TEST_REPEATS` says so (`tools/gpu-sanitize` sets 2: a sanitizer checks each launch,
+/// and one repetition reaches every kernel that twenty do).
+pub fn repeats(default: usize) -> usize {
+    std::env::var("RODL_TEST_REPEATS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .map_or(default, |n| n.clamp(2, default.max(2)))
+}
