@@ -508,17 +508,11 @@ impl GpuPieces for PieceRunner {
 
 #[cfg(test)]
 mod tests {
-    //! A profile of piece layouts on a GPU (ignored: it needs one, and it measures rather than
-    //! checks). `RODL_PIECES_PROFILE=n` sets the cone problem of the benches (n³ volume, n
-    //! views, detector 3n/2 × n); `RODL_PIECES_LAYOUTS="9x11,4x24"` the layouts, slabs × view
-    //! groups (even splits), `RODL_PIECES_AXIS` the slabs' axis (default: the geometry's
-    //! `slab_axis`, 2). Each layout is timed on device-resident data (the pieces' kernels
-    //! alone) and on host data (with the transfers).
+    //! Pieces against the whole transform (needs a GPU). The timing of layouts is
+    //! `examples/pieces_profile.rs` (`CudaOptions::with_pieces`).
     use super::*;
-    use crate::tomo::split::{align, even_plan, SplitProblem};
     use crate::tomo::Geometry;
     use crate::{uniform_discr, UniformPartition};
-    use std::time::Instant;
 
     /// The cone problem of the benches at `n` (n³ on [-1, 1]³, n views, detector 3n/2 × n; the
     /// ODL conventions: circular about axis 2).
@@ -598,75 +592,6 @@ mod tests {
             );
         }
         ctx.stream().synchronize().map_err(driver_err("sync"))?;
-        Ok(())
-    }
-
-    #[test]
-    #[ignore]
-    fn profile_layouts() -> Result<()> {
-        let n: usize = std::env::var("RODL_PIECES_PROFILE")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(256);
-        let layouts = std::env::var("RODL_PIECES_LAYOUTS").unwrap_or_else(|_| "1x1,4x4".into());
-        let (geometry, grid) = small_cone(n)?;
-        let geom = geometry.vec();
-        let axis = std::env::var("RODL_PIECES_AXIS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or_else(|| geom.slab_axis());
-        let nvol = n * n * n;
-        let nsino = geom.num_views() * geom.nu() * geom.nv();
-        let hvol = vec![1.0f32; nvol];
-        let hsino = vec![1.0f32; nsino];
-        let ctx = device_ctx(0)?;
-        let dvol = ctx
-            .stream()
-            .clone_htod(&hvol)
-            .map_err(driver_err("upload"))?;
-        let dsino = ctx
-            .stream()
-            .clone_htod(&hsino)
-            .map_err(driver_err("upload"))?;
-        let (pv, ps) = (addr(&ctx, &dvol), addr(&ctx, &dsino));
-        let mut out_vol = vec![0.0f32; nvol];
-        let mut out_sino = vec![0.0f32; nsino];
-        let sync = || ctx.stream().synchronize().map_err(driver_err("sync"));
-        for l in layouts.split(',') {
-            let (k, m) = l
-                .split_once('x')
-                .and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?)))
-                .ok_or_else(|| Error::invalid(format!("layout {l}")))?;
-            let t0 = Instant::now();
-            let p = even_plan(&SplitProblem::along(geom, &grid, axis), k, m);
-            // Slabs along axis 2 cut at multiples of 4, as the projector's planner cuts them.
-            let slabs = if axis == 2 {
-                align(p.slabs(), 4)
-            } else {
-                p.slabs().to_vec()
-            };
-            let groups = p.view_groups().to_vec();
-            let r = PieceRunner::new(0, geom, &grid, axis, slabs, groups)?;
-            let setup = t0.elapsed().as_secs_f64();
-            let time = |f: &mut dyn FnMut() -> Result<()>| -> Result<f64> {
-                let t = Instant::now();
-                f()?;
-                sync()?;
-                Ok(t.elapsed().as_secs_f64() * 1e3)
-            };
-            let fd = time(&mut || r.forward(In::Device(pv), Out::Device(ps)))?;
-            let ad = time(&mut || r.transpose(In::Device(ps), Out::Device(pv)))?;
-            let fh = time(&mut || r.forward(In::Host(&hvol), Out::Host(&mut out_sino)))?;
-            let ah = time(&mut || r.transpose(In::Host(&hsino), Out::Host(&mut out_vol)))?;
-            let gib = |b: u128| b as f64 / (1u64 << 30) as f64;
-            println!(
-                "cone_{n} {k:>3} slabs (axis {axis}) x {m:>3} groups: device data forward {fd:8.1} ms, adjoint \
-                 {ad:8.1} ms; host data forward {fh:8.1} ms, adjoint {ah:8.1} ms (set-up {setup:.2} \
-                 s, device buffers {:.2} / {:.2} GiB)",
-                gib(r.device_bytes(true, true, true)),
-                gib(r.device_bytes(true, true, false))
-            );
-        }
         Ok(())
     }
 }

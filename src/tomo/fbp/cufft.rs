@@ -346,7 +346,8 @@ mod tests {
 
     #[test]
     fn the_process_choice_never_panics() {
-        let r = std::panic::catch_unwind(method).expect("choosing the GPU filter's method panicked");
+        let r =
+            std::panic::catch_unwind(method).expect("choosing the GPU filter's method panicked");
         match &r {
             Ok(_) => {}
             Err(Error::CudaUnavailable(m)) => assert!(m.contains("RODL_CUFFT"), "{m}"),
