@@ -82,6 +82,9 @@ pub struct CudaOptions {
     pub memory_budget: Option<u64>,
     /// Bitwise reproducible forwards and transposes (see the type's documentation).
     pub deterministic: bool,
+    /// `[slabs, view_groups]`: host data in that many even pieces instead of the planner's
+    /// choice under the budget ([`Self::with_pieces`]); for tuning and profiling a layout.
+    pub pieces: Option<[usize; 2]>,
 }
 
 impl CudaOptions {
@@ -96,7 +99,24 @@ impl CudaOptions {
             device,
             memory_budget: None,
             deterministic: false,
+            pieces: None,
         }
+    }
+
+    /// The same options with host data cut into `slabs` even slabs (along the geometry's
+    /// [`PieceLayout::slab_axis`]) × `view_groups` even groups of views, instead of the
+    /// planner's layout under the budget: for measuring a layout (`examples/pieces_profile.rs`)
+    /// or pinning one. The budget still bounds the pieces (an [`Error::OutOfMemory`]
+    /// (crate::Error::OutOfMemory) at construction where one does not fit); counts beyond the
+    /// cells or views are errors. A transform on device-resident data ignores it.
+    ///
+    /// ```
+    /// use rodl::tomo::CudaOptions;
+    /// assert_eq!(CudaOptions::new(0).with_pieces(4, 2).pieces, Some([4, 2]));
+    /// ```
+    pub fn with_pieces(mut self, slabs: usize, view_groups: usize) -> Self {
+        self.pieces = Some([slabs, view_groups]);
+        self
     }
 
     /// The same options with deterministic (bitwise reproducible) results `on` or off.
@@ -193,6 +213,7 @@ impl Backend {
                 device: id,
                 memory_budget: o.cuda.memory_budget,
                 deterministic: o.cuda.deterministic,
+                pieces: None,
             }),
         }
     }

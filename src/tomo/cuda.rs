@@ -5,7 +5,7 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use cudarc::driver::sys::{self, CUfunction_attribute};
+use cudarc::driver::sys::CUfunction_attribute;
 use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg};
 
 use super::geometry::{Beam, Detector, VecGeometry};
@@ -531,11 +531,9 @@ impl CudaRay {
 
     /// Sets `n` f32 values at device address `ptr` to zero, queued on the device's stream.
     fn zero(&self, ptr: u64, n: usize, what: &str) -> Result<()> {
-        self.ctx.bind()?;
-        // SAFETY: the callers pass a buffer of at least `n` f32 values of this context.
-        unsafe { sys::cuMemsetD32Async(ptr, 0, n, self.ctx.stream().cu_stream()) }
-            .result()
-            .map_err(driver_err(what))
+        // SAFETY: the callers pass a buffer of at least `n` f32 values of this context, used
+        // only by work on its stream.
+        unsafe { self.ctx.zero_words(ptr, n, what) }
     }
 
     /// `dst += src` for `n` f32 values at device addresses, queued on the device's stream.

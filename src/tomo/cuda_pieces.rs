@@ -20,352 +20,28 @@
 //! view group then set up about as many rays as the whole transform, where slabs across the
 //! rotation axis each set up all of them. A slab along axis 0 (and a view group) is one
 //! contiguous run of memory; a slab along another axis is a run per line of the axes before
-//! it ([`Runs`]): the host side gathers and scatters those runs through the pinned buffers, and
+//! it ([`Runs`](crate::backend::cuda::lanes::Runs), with the copy streams in
+//! [`crate::backend::cuda::lanes`]): the host side gathers and scatters those runs through the pinned buffers, and
 //! device-resident data go through a pitched device copy into and out of a slab buffer.
 //! Device-resident inputs and outputs that are contiguous are used in place, so the same code
 //! serves every mix of host and device data.
 
-use std::ffi::c_void;
 use std::ops::Range;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use cudarc::driver::{sys, CudaEvent, CudaSlice, CudaStream, DevicePtr};
+use cudarc::driver::{CudaSlice, DevicePtr};
 
 use super::cuda::CudaRay;
 use super::geometry::VecGeometry;
 use super::gpu_interface::GpuRay;
 use super::gpu_interface::{GpuPieces, In, Out};
 use super::grid::Grid;
-use crate::backend::cuda::{device_ctx, driver_err, par_copy, DeviceCtx, PinnedBuf};
+use crate::backend::cuda::lanes::{copy_device, upload, Lanes, Runs, CHUNK};
+use crate::backend::cuda::{device_ctx, driver_err, DeviceCtx};
 use crate::{Error, Result};
 
-/// Bytes per pinned staging chunk (at most; smaller for small problems).
-const CHUNK: usize = 16 << 20;
-/// Pinned chunks per direction.
-const RING: usize = 4;
 /// Bytes of an f32.
 const F32: usize = std::mem::size_of::<f32>();
-
-/// Where one piece's values lie in a whole array: `count` runs of `len` values, `pitch` values
-/// apart, the first at `offset`; packed one after the other in a piece's buffer. A view group,
-/// and a slab along axis 0, is one run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Runs {
-    offset: usize,
-    len: usize,
-    pitch: usize,
-    count: usize,
-}
-
-impl Runs {
-    /// One run of `len` values at `offset`.
-    fn contiguous(offset: usize, len: usize) -> Self {
-        Runs {
-            offset,
-            len,
-            pitch: len,
-            count: 1,
-        }
-    }
-
-    /// The slab `slab` along `axis` of a C-order array of `shape`.
-    pub(crate) fn slab(shape: [usize; 3], axis: usize, slab: &Range<usize>) -> Self {
-        let outer: usize = shape[..axis].iter().product();
-        let inner: usize = shape[axis + 1..].iter().product();
-        if outer <= 1 {
-            return Self::contiguous(slab.start * inner, slab.len() * inner);
-        }
-        Runs {
-            offset: slab.start * inner,
-            len: slab.len() * inner,
-            pitch: shape[axis] * inner,
-            count: outer,
-        }
-    }
-
-    /// The values of the piece.
-    pub(crate) fn total(&self) -> usize {
-        self.len * self.count
-    }
-
-    /// Whether the values are one run.
-    fn is_contiguous(&self) -> bool {
-        self.count <= 1 || self.pitch == self.len
-    }
-
-    /// Whether the runs lie within an array of `n` values.
-    fn within(&self, n: usize) -> bool {
-        self.count == 0
-            || (self.count - 1)
-                .checked_mul(self.pitch)
-                .and_then(|e| e.checked_add(self.offset))
-                .and_then(|e| e.checked_add(self.len))
-                .is_some_and(|e| e <= n)
-    }
-
-    /// Copies the packed values `[x0, x0 + n)` of the piece from the whole array at `whole`
-    /// into the packed buffer at `packed`, the runs in parallel.
-    ///
-    /// # Safety
-    /// `whole` must hold the runs and `packed` `n` values, disjoint from them.
-    unsafe fn gather(&self, whole: *const f32, packed: *mut f32, x0: usize, n: usize) {
-        // SAFETY: the caller's guarantees.
-        unsafe { self.copy(whole as usize, packed as usize, x0, n, true) }
-    }
-
-    /// Copies the packed values `[x0, x0 + n)` of the piece from the packed buffer at `packed`
-    /// into their places in the whole array at `whole`, the runs in parallel.
-    ///
-    /// # Safety
-    /// As [`Self::gather`].
-    unsafe fn scatter(&self, packed: *const f32, whole: *mut f32, x0: usize, n: usize) {
-        // SAFETY: the caller's guarantees.
-        unsafe { self.copy(whole as usize, packed as usize, x0, n, false) }
-    }
-
-    /// [`Self::gather`] (`gather`) or [`Self::scatter`] on addresses: only the destination is
-    /// written.
-    ///
-    /// # Safety
-    /// As [`Self::gather`].
-    unsafe fn copy(&self, whole: usize, packed: usize, x0: usize, n: usize, gather: bool) {
-        use rayon::prelude::*;
-        if n == 0 {
-            return;
-        }
-        if self.is_contiguous() {
-            let w = whole + (self.offset + x0) * F32;
-            // SAFETY: the caller's guarantees; one run of at least x0 + n values.
-            unsafe {
-                if gather {
-                    par_copy(w as *const u8, packed as *mut u8, n * F32);
-                } else {
-                    par_copy(packed as *const u8, w as *mut u8, n * F32);
-                }
-            }
-            return;
-        }
-        let first = x0 / self.len;
-        let last = (x0 + n - 1) / self.len;
-        (first..=last).into_par_iter().for_each(|j| {
-            let lo = (j * self.len).max(x0);
-            let hi = ((j + 1) * self.len).min(x0 + n);
-            let src = self.offset + j * self.pitch + (lo - j * self.len);
-            // SAFETY: run j holds the values [lo, hi) of the piece at `src` in the whole
-            // array, and the packed buffer the same values at lo - x0 (the caller); the runs'
-            // ranges are disjoint, so the threads write disjoint memory.
-            unsafe {
-                let w = (whole as *mut f32).add(src);
-                let p = (packed as *mut f32).add(lo - x0);
-                if gather {
-                    std::ptr::copy_nonoverlapping(w, p, hi - lo);
-                } else {
-                    std::ptr::copy_nonoverlapping(p, w, hi - lo);
-                }
-            }
-        });
-    }
-}
-
-/// A ring of pinned chunks and the events of their last transfers.
-struct Ring {
-    bufs: Vec<PinnedBuf>,
-    events: Vec<CudaEvent>,
-    chunk: usize,
-    next: usize,
-}
-
-impl Ring {
-    fn new(ctx: &DeviceCtx, chunk: usize) -> Result<Self> {
-        let bufs = (0..RING)
-            .map(|_| PinnedBuf::new(ctx, chunk))
-            .collect::<Result<Vec<_>>>()?;
-        let events = (0..RING).map(|_| new_event(ctx)).collect::<Result<_>>()?;
-        Ok(Ring {
-            bufs,
-            events,
-            chunk,
-            next: 0,
-        })
-    }
-
-    /// Copies the piece `runs` of `src`, packed, to device address `dst` on `stream`: each
-    /// chunk into a free pinned buffer (several threads), then an asynchronous DMA; returns when
-    /// the last DMA is queued.
-    ///
-    /// # Safety
-    /// `dst` must address at least `runs.total()` f32 values of this context, not used by other
-    /// work until `stream`'s copies are done.
-    unsafe fn upload(
-        &mut self,
-        stream: &CudaStream,
-        src: &[f32],
-        runs: Runs,
-        dst: u64,
-    ) -> Result<()> {
-        if !runs.within(src.len()) {
-            return Err(Error::invalid(format!(
-                "a piece {runs:?} beyond an array of {} values",
-                src.len()
-            )));
-        }
-        let bytes = runs.total() * F32;
-        let mut off = 0usize;
-        while off < bytes {
-            let i = self.next;
-            self.next = (i + 1) % self.bufs.len();
-            self.events[i]
-                .synchronize()
-                .map_err(driver_err("waiting for a staging buffer"))?;
-            let n = self.chunk.min(bytes - off);
-            // SAFETY: `src` holds the runs (checked above); the pinned buffer holds `chunk` ≥ n
-            // bytes (a whole number of values) and its last DMA has finished (the event above).
-            unsafe {
-                let packed = self.bufs[i].ptr() as *mut f32;
-                runs.gather(src.as_ptr(), packed, off / F32, n / F32);
-                sys::cuMemcpyHtoDAsync_v2(
-                    dst + off as u64,
-                    self.bufs[i].ptr() as *const c_void,
-                    n,
-                    stream.cu_stream(),
-                )
-            }
-            .result()
-            .map_err(driver_err("host-to-device copy of a piece"))?;
-            self.events[i]
-                .record(stream)
-                .map_err(driver_err("recording a staging event"))?;
-            off += n;
-        }
-        Ok(())
-    }
-
-    /// Copies `runs.total()` packed values from device address `src` into their places `runs`
-    /// in `dst` through the pinned buffers on `stream` (up to [`RING`] chunks in flight);
-    /// returns when `dst` holds them.
-    ///
-    /// # Safety
-    /// `src` must address at least `runs.total()` f32 values of this context whose writes are
-    /// ordered before `stream`'s work.
-    unsafe fn download(
-        &mut self,
-        stream: &CudaStream,
-        src: u64,
-        dst: &mut [f32],
-        runs: Runs,
-    ) -> Result<()> {
-        if !runs.within(dst.len()) {
-            return Err(Error::invalid(format!(
-                "a piece {runs:?} beyond an array of {} values",
-                dst.len()
-            )));
-        }
-        let bytes = runs.total() * F32;
-        let base = dst.as_mut_ptr();
-        let chunks = bytes.div_ceil(self.chunk);
-        let nb = self.bufs.len();
-        let chunk = self.chunk;
-        let span = |k: usize| (k * chunk, chunk.min(bytes - k * chunk));
-        let issue = |ring: &mut Ring, k: usize| -> Result<()> {
-            let (off, n) = span(k);
-            let i = k % nb;
-            // SAFETY: the pinned buffer holds `chunk` ≥ n bytes and is not being read (its
-            // previous chunk was copied out before this one is issued); `src` holds `bytes`.
-            unsafe {
-                sys::cuMemcpyDtoHAsync_v2(
-                    ring.bufs[i].ptr() as *mut c_void,
-                    src + off as u64,
-                    n,
-                    stream.cu_stream(),
-                )
-            }
-            .result()
-            .map_err(driver_err("device-to-host copy of a piece"))?;
-            ring.events[i]
-                .record(stream)
-                .map_err(driver_err("recording a staging event"))
-        };
-        for k in 0..chunks.min(nb) {
-            issue(self, k)?;
-        }
-        for k in 0..chunks {
-            let i = k % nb;
-            self.events[i]
-                .synchronize()
-                .map_err(driver_err("device-to-host copy of a piece"))?;
-            let (off, n) = span(k);
-            // SAFETY: the chunk's DMA has finished; `dst` holds the runs (checked above).
-            unsafe { runs.scatter(self.bufs[i].ptr() as *const f32, base, off / F32, n / F32) };
-            if k + nb < chunks {
-                issue(self, k + nb)?;
-            }
-        }
-        Ok(())
-    }
-}
-
-fn new_event(ctx: &DeviceCtx) -> Result<CudaEvent> {
-    ctx.context()
-        .new_event(None)
-        .map_err(driver_err("creating an event"))
-}
-
-/// The copy streams, the pinned rings and the events of a runner (created on first use).
-struct Lanes {
-    up: Arc<CudaStream>,
-    down: Arc<CudaStream>,
-    up_ring: Ring,
-    down_ring: Ring,
-    /// A streamed input buffer was filled (recorded on `up`).
-    ready: [CudaEvent; 2],
-    /// The kernels are done with a streamed input buffer (recorded on the compute stream).
-    free: [CudaEvent; 2],
-    /// The kernels are done with an output buffer (recorded on the compute stream).
-    done: [CudaEvent; 2],
-    /// A mark on any stream, for one stream to wait for another.
-    mark: CudaEvent,
-}
-
-impl Lanes {
-    fn new(ctx: &DeviceCtx, chunk: usize) -> Result<Self> {
-        let stream = || {
-            ctx.context()
-                .new_stream()
-                .map_err(driver_err("creating a copy stream"))
-        };
-        let two = || -> Result<[CudaEvent; 2]> { Ok([new_event(ctx)?, new_event(ctx)?]) };
-        Ok(Lanes {
-            up: stream()?,
-            down: stream()?,
-            up_ring: Ring::new(ctx, chunk)?,
-            down_ring: Ring::new(ctx, chunk)?,
-            ready: two()?,
-            free: two()?,
-            done: two()?,
-            mark: new_event(ctx)?,
-        })
-    }
-
-    /// Makes `waiter` wait for the work queued so far on `on`.
-    fn order(&self, waiter: &CudaStream, on: &CudaStream) -> Result<()> {
-        self.mark
-            .record(on)
-            .map_err(driver_err("recording an event"))?;
-        waiter
-            .wait(&self.mark)
-            .map_err(driver_err("ordering two streams"))
-    }
-
-    /// Waits until both copy streams are idle (so that no copy outlives its buffers).
-    fn quiesce(&self) -> Result<()> {
-        self.up
-            .synchronize()
-            .map_err(driver_err("waiting for the uploads"))?;
-        self.down
-            .synchronize()
-            .map_err(driver_err("waiting for the downloads"))
-    }
-}
 
 fn lock<X>(m: &Mutex<X>) -> MutexGuard<'_, X> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -497,7 +173,7 @@ impl PieceRunner {
                 let sb = if ns > 1 { k % 2 } else { 0 };
                 let runs = self.slab_runs(si);
                 let vptr = match &vol {
-                    In::Device(base) if runs.is_contiguous() => base + (runs.offset * F32) as u64,
+                    In::Device(base) if runs.is_contiguous() => base + (runs.offset() * F32) as u64,
                     In::Device(base) => {
                         // A strided slab of a device volume: packed into the slab buffer on the
                         // compute stream, ahead of its kernels.
@@ -617,7 +293,7 @@ impl PieceRunner {
             let runs = self.slab_runs(si);
             let in_place = matches!(vol, Out::Device(_)) && runs.is_contiguous();
             let vptr = match &vol {
-                Out::Device(base) if in_place => base + (runs.offset * F32) as u64,
+                Out::Device(base) if in_place => base + (runs.offset() * F32) as u64,
                 _ => addr(ctx, &slab_bufs[sb.min(slab_bufs.len() - 1)]),
             };
             for (gi, g) in self.groups.iter().enumerate() {
@@ -671,82 +347,6 @@ impl PieceRunner {
 
 fn host_rows(out: &Out<'_>) -> bool {
     matches!(out, Out::Host(_))
-}
-
-/// Copies the piece `runs` between a whole device array at `whole` and a packed device buffer
-/// at `packed` (`gather`: whole → packed; else packed → whole) with one pitched copy on
-/// `stream`.
-///
-/// # Safety
-/// `whole` must address device memory of the current context holding the runs, `packed` at
-/// least `runs.total()` values, both ordered on `stream` with their other users.
-unsafe fn copy_device(
-    runs: Runs,
-    whole: u64,
-    packed: u64,
-    gather: bool,
-    stream: &CudaStream,
-) -> Result<()> {
-    if runs.total() == 0 {
-        return Ok(());
-    }
-    let at = whole + (runs.offset * F32) as u64;
-    let (src, src_pitch, dst, dst_pitch) = if gather {
-        (at, runs.pitch * F32, packed, runs.len * F32)
-    } else {
-        (packed, runs.len * F32, at, runs.pitch * F32)
-    };
-    let copy = sys::CUDA_MEMCPY2D {
-        srcXInBytes: 0,
-        srcY: 0,
-        srcMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
-        srcHost: std::ptr::null(),
-        srcDevice: src,
-        srcArray: std::ptr::null_mut(),
-        srcPitch: src_pitch,
-        dstXInBytes: 0,
-        dstY: 0,
-        dstMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
-        dstHost: std::ptr::null_mut(),
-        dstDevice: dst,
-        dstArray: std::ptr::null_mut(),
-        dstPitch: dst_pitch,
-        WidthInBytes: runs.len * F32,
-        Height: runs.count,
-    };
-    // SAFETY: both sides hold `count` rows of `len` values at their pitches (the caller).
-    unsafe { sys::cuMemcpy2DAsync_v2(&copy, stream.cu_stream()) }
-        .result()
-        .map_err(driver_err("a pitched device copy of a slab"))
-}
-
-/// Uploads the piece `runs` of `whole` into device buffer `buf` (address `p`) on the upload
-/// stream once the kernels that last read that buffer are done (`lanes.free[buf]`), and orders
-/// the compute stream after the upload (`lanes.ready[buf]`).
-///
-/// # Safety
-/// `p` must address at least `runs.total()` f32 values of the lanes' device.
-unsafe fn upload(
-    lanes: &mut Lanes,
-    compute: &CudaStream,
-    whole: &[f32],
-    runs: Runs,
-    p: u64,
-    buf: usize,
-) -> Result<()> {
-    lanes
-        .up
-        .wait(&lanes.free[buf])
-        .map_err(driver_err("ordering an upload"))?;
-    // SAFETY: the buffer holds the values (the caller), and the kernels that read it last are
-    // done (the wait above).
-    unsafe { lanes.up_ring.upload(&lanes.up, whole, runs, p)? };
-    lanes.ready[buf]
-        .record(&lanes.up)
-        .map_err(driver_err("recording an upload"))?;
-    compute
-        .wait(&lanes.ready[buf])
-        .map_err(driver_err("ordering a kernel after its upload"))
 }
 
 impl GpuPieces for PieceRunner {
@@ -908,17 +508,11 @@ impl GpuPieces for PieceRunner {
 
 #[cfg(test)]
 mod tests {
-    //! A profile of piece layouts on a GPU (ignored: it needs one, and it measures rather than
-    //! checks). `RODL_PIECES_PROFILE=n` sets the cone problem of the benches (n³ volume, n
-    //! views, detector 3n/2 × n); `RODL_PIECES_LAYOUTS="9x11,4x24"` the layouts, slabs × view
-    //! groups (even splits), `RODL_PIECES_AXIS` the slabs' axis (default: the geometry's
-    //! `slab_axis`, 2). Each layout is timed on device-resident data (the pieces' kernels
-    //! alone) and on host data (with the transfers).
+    //! Pieces against the whole transform (needs a GPU). The timing of layouts is
+    //! `examples/pieces_profile.rs` (`CudaOptions::with_pieces`).
     use super::*;
-    use crate::tomo::split::{align, even_plan, SplitProblem};
     use crate::tomo::Geometry;
     use crate::{uniform_discr, UniformPartition};
-    use std::time::Instant;
 
     /// The cone problem of the benches at `n` (n³ on [-1, 1]³, n views, detector 3n/2 × n; the
     /// ODL conventions: circular about axis 2).
@@ -942,49 +536,6 @@ mod tests {
         let num: f64 = a.iter().zip(b).map(|(x, y)| ((x - y) as f64).powi(2)).sum();
         let den: f64 = b.iter().map(|y| (*y as f64).powi(2)).sum();
         (num / den).sqrt()
-    }
-
-    /// The packed values of a slab along each axis, copied in chunks that start and end
-    /// anywhere in a run (as the pinned buffers cut them), are the slab's, and go back to their
-    /// places. Needs no GPU.
-    #[test]
-    fn runs_copy_any_chunk_of_a_strided_slab() {
-        let shape = [5, 7, 9];
-        let whole: Vec<f32> = (0..5 * 7 * 9).map(|i| i as f32).collect();
-        for axis in 0..3 {
-            let slab = 2..5;
-            let runs = Runs::slab(shape, axis, &slab);
-            assert!(runs.within(whole.len()));
-            let want: Vec<f32> = (0..whole.len())
-                .filter(|&i| {
-                    let idx = [i / 63, i / 9 % 7, i % 9];
-                    slab.contains(&idx[axis])
-                })
-                .map(|i| whole[i])
-                .collect();
-            assert_eq!(runs.total(), want.len());
-            for chunk in [1, 4, 5, 13, want.len()] {
-                let mut packed = vec![-1.0f32; want.len()];
-                let mut back = vec![0.0f32; whole.len()];
-                for x0 in (0..want.len()).step_by(chunk) {
-                    let n = chunk.min(want.len() - x0);
-                    // SAFETY: `whole` holds the runs (checked), `packed` the chunk's values.
-                    unsafe {
-                        runs.gather(whole.as_ptr(), packed[x0..].as_mut_ptr(), x0, n);
-                        runs.scatter(packed[x0..].as_ptr(), back.as_mut_ptr(), x0, n);
-                    }
-                }
-                assert_eq!(packed, want, "axis {axis}, chunks of {chunk}");
-                for (i, (&b, &w)) in back.iter().zip(&whole).enumerate() {
-                    let idx = [i / 63, i / 9 % 7, i % 9];
-                    let expect = if slab.contains(&idx[axis]) { w } else { 0.0 };
-                    assert_eq!(b, expect, "axis {axis}, chunks of {chunk}, value {i}");
-                }
-            }
-        }
-        // Runs beyond the array are refused before any copy.
-        let last = Runs::slab([5, 7, 9], 2, &(6..9));
-        assert!(last.within(5 * 7 * 9) && !last.within(5 * 7 * 9 - 1));
     }
 
     /// Slabs along axes 0, 1 and 2 (strided for 1 and 2) with device-resident and host data
@@ -1041,75 +592,6 @@ mod tests {
             );
         }
         ctx.stream().synchronize().map_err(driver_err("sync"))?;
-        Ok(())
-    }
-
-    #[test]
-    #[ignore]
-    fn profile_layouts() -> Result<()> {
-        let n: usize = std::env::var("RODL_PIECES_PROFILE")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(256);
-        let layouts = std::env::var("RODL_PIECES_LAYOUTS").unwrap_or_else(|_| "1x1,4x4".into());
-        let (geometry, grid) = small_cone(n)?;
-        let geom = geometry.vec();
-        let axis = std::env::var("RODL_PIECES_AXIS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or_else(|| geom.slab_axis());
-        let nvol = n * n * n;
-        let nsino = geom.num_views() * geom.nu() * geom.nv();
-        let hvol = vec![1.0f32; nvol];
-        let hsino = vec![1.0f32; nsino];
-        let ctx = device_ctx(0)?;
-        let dvol = ctx
-            .stream()
-            .clone_htod(&hvol)
-            .map_err(driver_err("upload"))?;
-        let dsino = ctx
-            .stream()
-            .clone_htod(&hsino)
-            .map_err(driver_err("upload"))?;
-        let (pv, ps) = (addr(&ctx, &dvol), addr(&ctx, &dsino));
-        let mut out_vol = vec![0.0f32; nvol];
-        let mut out_sino = vec![0.0f32; nsino];
-        let sync = || ctx.stream().synchronize().map_err(driver_err("sync"));
-        for l in layouts.split(',') {
-            let (k, m) = l
-                .split_once('x')
-                .and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?)))
-                .ok_or_else(|| Error::invalid(format!("layout {l}")))?;
-            let t0 = Instant::now();
-            let p = even_plan(&SplitProblem::along(geom, &grid, axis), k, m);
-            // Slabs along axis 2 cut at multiples of 4, as the projector's planner cuts them.
-            let slabs = if axis == 2 {
-                align(p.slabs(), 4)
-            } else {
-                p.slabs().to_vec()
-            };
-            let groups = p.view_groups().to_vec();
-            let r = PieceRunner::new(0, geom, &grid, axis, slabs, groups)?;
-            let setup = t0.elapsed().as_secs_f64();
-            let time = |f: &mut dyn FnMut() -> Result<()>| -> Result<f64> {
-                let t = Instant::now();
-                f()?;
-                sync()?;
-                Ok(t.elapsed().as_secs_f64() * 1e3)
-            };
-            let fd = time(&mut || r.forward(In::Device(pv), Out::Device(ps)))?;
-            let ad = time(&mut || r.transpose(In::Device(ps), Out::Device(pv)))?;
-            let fh = time(&mut || r.forward(In::Host(&hvol), Out::Host(&mut out_sino)))?;
-            let ah = time(&mut || r.transpose(In::Host(&hsino), Out::Host(&mut out_vol)))?;
-            let gib = |b: u128| b as f64 / (1u64 << 30) as f64;
-            println!(
-                "cone_{n} {k:>3} slabs (axis {axis}) x {m:>3} groups: device data forward {fd:8.1} ms, adjoint \
-                 {ad:8.1} ms; host data forward {fh:8.1} ms, adjoint {ah:8.1} ms (set-up {setup:.2} \
-                 s, device buffers {:.2} / {:.2} GiB)",
-                gib(r.device_bytes(true, true, true)),
-                gib(r.device_bytes(true, true, false))
-            );
-        }
         Ok(())
     }
 }

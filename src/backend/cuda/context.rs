@@ -276,4 +276,17 @@ impl DeviceCtx {
             shared_mem_bytes: 0,
         }
     }
+
+    /// Sets `n` 32-bit words at device address `ptr` to zero, queued on [`Self::stream`].
+    ///
+    /// # Safety
+    /// `ptr` must address at least `n` 32-bit words of this context's memory, not in use by
+    /// work that the stream does not order before this.
+    pub(crate) unsafe fn zero_words(&self, ptr: u64, n: usize, what: &str) -> Result<()> {
+        self.bind()?;
+        // SAFETY: the caller's guarantees.
+        unsafe { cudarc::driver::sys::cuMemsetD32Async(ptr, 0, n, self.stream().cu_stream()) }
+            .result()
+            .map_err(driver_err(what))
+    }
 }

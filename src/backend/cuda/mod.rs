@@ -48,6 +48,8 @@ mod borrowed;
 mod compile;
 mod context;
 mod driver_error;
+pub(crate) mod fft;
+pub(crate) mod lanes;
 mod ops;
 mod pointwise;
 mod pool;

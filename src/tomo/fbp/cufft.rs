@@ -3,10 +3,9 @@
 //! data: more rows, the same plans), in place in a scratch buffer,
 //! with the host filter's padded length and frequency response (`kernels/fbp_fft.cu`).
 //!
-//! cuFFT is loaded at run time through cudarc (dynamic loading), like the driver and NVRTC.
-//! Whether it can be used is checked up front ([`probe`]: the library opens and has every
-//! function rodl calls), so that cudarc's lazy loader, which panics on a missing library or
-//! symbol, is never reached without it; see [`super::gpu_method`] for the choice between cuFFT
+//! cuFFT itself (loading, the up-front [`probe`], plans and their execution) is the backend's
+//! ([`crate::backend::cuda::fft`]); this module holds the filter's layout, kernels and the
+//! choice of its method; see [`super::gpu_method`] for the choice between cuFFT
 //! and the direct convolution (`RODL_CUFFT`).
 //!
 //! The scratch buffer, the cuFFT plans and their work area for one entry's data are made once at
@@ -16,17 +15,14 @@
 //! first call and kept (made anew only for a batch that wants more rows per pass), so that the
 //! rows of all entries go through a few large transforms rather than one pass per entry.
 
-use std::ffi::{c_int, OsString};
-use std::panic::catch_unwind;
-use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use cudarc::cufft::{result as fft, sys as fft_sys};
-use cudarc::driver::{CudaSlice, DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaSlice, DeviceRepr, LaunchConfig, PushKernelArg};
 
 use super::filter::RowFilter;
 use super::gpu_method::{choose, CufftRequest, GpuFilterMethod};
 use super::setup::Setup;
+use crate::backend::cuda::fft::{probe, RealFftRows, Scratch};
 use crate::backend::cuda::{driver_err, DeviceCtx, DeviceTensor, Dtype, KernelSource};
 use crate::{Error, Result, Scalar};
 
@@ -44,66 +40,6 @@ pub(crate) const SCRATCH_BYTES: usize = 256 << 20;
 /// `kernels/fbp_fft.cu`).
 const TILE: u32 = 32;
 const TY: u32 = 8;
-
-/// The cuFFT functions rodl calls; all must be present before any is called.
-const SYMBOLS: [&str; 10] = [
-    "cufftCreate",
-    "cufftDestroy",
-    "cufftSetAutoAllocation",
-    "cufftMakePlanMany",
-    "cufftSetWorkArea",
-    "cufftSetStream",
-    "cufftExecR2C",
-    "cufftExecC2R",
-    "cufftExecD2Z",
-    "cufftExecZ2D",
-];
-
-/// Opens cuFFT (the file `path`, or the first of cudarc's standard names) and checks that it has
-/// every function in [`SYMBOLS`]. The library is kept loaded for the life of the process, so
-/// that cudarc's own loader, which opens it by name afterwards, gets this one.
-fn probe(path: Option<&Path>) -> std::result::Result<(), String> {
-    let names: Vec<OsString> = match path {
-        Some(p) => vec![p.as_os_str().to_owned()],
-        None => cudarc::get_lib_name_candidates("cufft")
-            .into_iter()
-            .map(OsString::from)
-            .collect(),
-    };
-    let mut last = String::new();
-    let mut lib = None;
-    for n in &names {
-        // SAFETY: loading cuFFT runs only its initialisers, which have no preconditions.
-        match unsafe { libloading::Library::new(n) } {
-            Ok(l) => {
-                lib = Some(l);
-                break;
-            }
-            Err(e) => last = e.to_string(),
-        }
-    }
-    let Some(lib) = lib else {
-        return Err(format!(
-            "cuFFT could not be loaded (tried {names:?}; last error: {last})"
-        ));
-    };
-    let missing: Vec<&str> = SYMBOLS
-        .iter()
-        .copied()
-        // SAFETY: only looks the symbol up; it is never called through this pointer.
-        .filter(|s| unsafe { lib.get::<unsafe extern "C" fn()>(s.as_bytes()) }.is_err())
-        .collect();
-    if !missing.is_empty() {
-        return Err(format!("the cuFFT library lacks {}", missing.join(", ")));
-    }
-    // Keep it loaded: cudarc opens it again by name.
-    std::mem::forget(lib);
-    // cudarc's loader must find the same library now; it panics where it cannot.
-    catch_unwind(fft::get_version)
-        .map_err(|_| "cudarc could not load cuFFT under its standard names".to_string())?
-        .map_err(|e| format!("cuFFT does not answer: {e:?}"))?;
-    Ok(())
-}
 
 /// The method the GPU filter uses in this process (chosen on first use from `RODL_CUFFT` and
 /// whether cuFFT loads; see [`super::gpu_method`]).
@@ -154,10 +90,6 @@ fn rows_per_pass(nrows: usize, max_rows: usize) -> usize {
     nrows.max(1).div_ceil(passes)
 }
 
-fn cufft_err(what: &str) -> impl FnOnce(fft::CufftError) -> Error + '_ {
-    move |e| Error::Cuda(format!("{what}: cuFFT {:?}", e.0))
-}
-
 /// Kernel parameters; must match `FftParams` in `kernels/fbp_fft.cu`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
@@ -179,113 +111,12 @@ struct FftParams {
 // SAFETY: plain-old-data with the C layout the kernels expect.
 unsafe impl DeviceRepr for FftParams {}
 
-/// A cuFFT plan handle, destroyed on drop (errors ignored: nothing to do about them then).
-struct Plan(fft_sys::cufftHandle);
-
-impl Drop for Plan {
-    fn drop(&mut self) {
-        // SAFETY: the handle came from cufftCreate and is destroyed once.
-        let _ = unsafe { fft::destroy(self.0) };
-    }
-}
-
-/// The scratch rows, in the transform's precision.
-enum Scratch {
-    F32(CudaSlice<f32>),
-    F64(CudaSlice<f64>),
-}
-
-/// What one transform sequence uses exclusively (one caller at a time): plans for `rows`
-/// transforms and their scratch.
-struct State {
-    /// Plans before the work area they use, so that they are destroyed first.
-    r2c: Plan,
-    c2r: Plan,
-    scratch: Scratch,
-    _work: Option<CudaSlice<u8>>,
-    /// Rows per pass (the plans' batch).
-    rows: usize,
-}
-
-impl State {
-    /// Plans the transforms of `p`'s length for `rows` rows in `dtype` with a shared work
-    /// area, on the device's stream, and allocates their scratch.
-    fn plan(ctx: &DeviceCtx, dtype: Dtype, p: &FftParams, rows: usize) -> Result<Self> {
-        let batch_i = i32::try_from(rows).map_err(|_| {
-            Error::Unsupported("the batch of rows exceeds the cuFFT filter's range".into())
-        })?;
-        let ld = p.ld as usize;
-        let scratch = match dtype {
-            Dtype::F32 => Scratch::F32(ctx.alloc_raw::<f32>(rows * ld)?),
-            Dtype::F64 => Scratch::F64(ctx.alloc_raw::<f64>(rows * ld)?),
-        };
-        let stream = &ctx.stream();
-        ctx.bind()?;
-        let (fwd, inv) = match dtype {
-            Dtype::F32 => (fft_sys::cufftType::CUFFT_R2C, fft_sys::cufftType::CUFFT_C2R),
-            Dtype::F64 => (fft_sys::cufftType::CUFFT_D2Z, fft_sys::cufftType::CUFFT_Z2D),
-        };
-        let make = |kind, idist: c_int, odist: c_int| -> Result<(Plan, usize)> {
-            let plan = Plan(fft::create().map_err(cufft_err("creating a cuFFT plan"))?);
-            let mut n = [p.len];
-            let mut inembed = [idist];
-            let mut onembed = [odist];
-            // SAFETY: a fresh plan; the arrays live through the calls.
-            let work = unsafe {
-                fft::set_auto_allocation(plan.0, false)
-                    .map_err(cufft_err("configuring a cuFFT plan"))?;
-                fft::make_plan_many(
-                    plan.0,
-                    1,
-                    n.as_mut_ptr(),
-                    inembed.as_mut_ptr(),
-                    1,
-                    idist,
-                    onembed.as_mut_ptr(),
-                    1,
-                    odist,
-                    kind,
-                    batch_i,
-                )
-                .map_err(cufft_err("planning the FBP filter's transforms"))?
-            };
-            // SAFETY: the stream belongs to the device's context, which outlives the plan.
-            unsafe { fft::set_stream(plan.0, stream.cu_stream() as fft_sys::cudaStream_t) }
-                .map_err(cufft_err("setting the cuFFT stream"))?;
-            Ok((plan, work))
-        };
-        let (r2c, w1) = make(fwd, p.ld, p.nc)?;
-        let (c2r, w2) = make(inv, p.nc, p.ld)?;
-        let bytes = w1.max(w2);
-        let mut work = None;
-        if bytes > 0 {
-            let mut w = ctx.alloc_raw::<u8>(bytes)?;
-            let (ptr, _g) = w.device_ptr_mut(stream);
-            for plan in [&r2c, &c2r] {
-                // SAFETY: `w` holds the larger of the two plans' work sizes and lives (in the
-                // state, after the plans) as long as they do.
-                unsafe { fft::set_work_area(plan.0, ptr as *mut std::ffi::c_void) }
-                    .map_err(cufft_err("setting the cuFFT work area"))?;
-            }
-            drop(_g);
-            work = Some(w);
-        }
-        Ok(Self {
-            r2c,
-            c2r,
-            scratch,
-            _work: work,
-            rows,
-        })
-    }
-}
-
 /// The transform states of a filter: the one for the rows of one entry's data, made at
 /// construction, and one for batches of entries with more rows, made on the first such call and
 /// made anew (larger) only when a batch needs more rows per pass than it has.
 struct States {
-    one: State,
-    batch: Option<State>,
+    one: RealFftRows,
+    batch: Option<RealFftRows>,
 }
 
 /// The cuFFT path of the GPU filter on one device.
@@ -351,7 +182,7 @@ impl FftFilter {
             .stream()
             .clone_htod(spectrum)
             .map_err(driver_err("uploading the FBP filter's response"))?;
-        let one = State::plan(ctx, dtype, &params, batch)?;
+        let one = RealFftRows::new(ctx, dtype, params.len, batch)?;
         // Compile now, so that a compilation problem shows at construction.
         ctx.function(
             &FFT,
@@ -422,7 +253,7 @@ impl FftFilter {
                 states.batch = None;
                 // Kept across calls: made on rodl's own stream.
                 states.batch = Some(crate::backend::lasting(|| {
-                    State::plan(ctx, self.dtype, &self.params, want)
+                    RealFftRows::new(ctx, self.dtype, self.params.len, want)
                 })?);
             }
             match states.batch.as_mut() {
@@ -435,11 +266,7 @@ impl FftFilter {
             }
         };
         // The plans run on the stream of this call (the caller's, when one is lent).
-        for plan in [&st.r2c, &st.c2r] {
-            // SAFETY: the stream belongs to the device's context and outlives this call's work.
-            unsafe { fft::set_stream(plan.0, stream.cu_stream() as fft_sys::cudaStream_t) }
-                .map_err(cufft_err("setting the cuFFT stream"))?;
-        }
+        st.set_stream(stream)?;
         let batch = st.rows;
         let p = FftParams {
             batch: batch as i64,
@@ -469,62 +296,45 @@ impl FftFilter {
                 row0: (b * batch) as i64,
                 ..p
             };
-            macro_rules! run {
-                ($buf:expr, $exec_fwd:path, $exec_inv:path, $real:ty, $cplx:ty) => {{
-                    let buf = $buf;
-                    let mut l = stream.launch_builder(&gather);
-                    l.arg(x.slice())
-                        .arg(&mut *buf)
-                        .arg(pre[0])
-                        .arg(pre[1])
-                        .arg(&q);
-                    // SAFETY: (const T*, R*, const double* ×2, FftParams); x holds nrows · nu
-                    // values (checked), the scratch batch · ld, the tables nu · nv and
-                    // views · nu; rows past nrows are not read.
-                    unsafe { l.launch(gather_cfg) }.map_err(driver_err("fbp_fft_gather"))?;
-                    {
-                        let (ptr, _g) = buf.device_ptr_mut(stream);
-                        // SAFETY: in-place transform of the scratch (batch rows of ld reals =
-                        // nc complex values each, as planned) on the device's stream.
-                        unsafe { $exec_fwd(st.r2c.0, ptr as *mut $real, ptr as *mut $cplx) }
-                            .map_err(cufft_err("the FBP filter's forward transform"))?;
+            // The scratch rows as a kernel argument, in the transforms' precision.
+            macro_rules! with_scratch {
+                (|$buf:ident| $body:block) => {
+                    match &mut st.scratch {
+                        Scratch::F32($buf) => $body,
+                        Scratch::F64($buf) => $body,
                     }
-                    let mut l = stream.launch_builder(&spectrum);
-                    l.arg(&mut *buf).arg(&self.spectrum).arg(&q);
-                    // SAFETY: (R*, const double*, FftParams); the response has nc values.
-                    unsafe { l.launch(spectrum_cfg) }.map_err(driver_err("fbp_fft_spectrum"))?;
-                    {
-                        let (ptr, _g) = buf.device_ptr_mut(stream);
-                        // SAFETY: as the forward transform.
-                        unsafe { $exec_inv(st.c2r.0, ptr as *mut $cplx, ptr as *mut $real) }
-                            .map_err(cufft_err("the FBP filter's inverse transform"))?;
-                    }
-                    let mut l = stream.launch_builder(&scatter);
-                    l.arg(&*buf)
-                        .arg(y.slice_mut())
-                        .arg(post[0])
-                        .arg(post[1])
-                        .arg(&q);
-                    // SAFETY: (const R*, T*, const double* ×2, FftParams); as the gather.
-                    unsafe { l.launch(scatter_cfg) }.map_err(driver_err("fbp_fft_scatter"))?;
-                }};
+                };
             }
-            match &mut st.scratch {
-                Scratch::F32(buf) => run!(
-                    buf,
-                    fft::exec_r2c,
-                    fft::exec_c2r,
-                    fft_sys::cufftReal,
-                    fft_sys::cufftComplex
-                ),
-                Scratch::F64(buf) => run!(
-                    buf,
-                    fft::exec_d2z,
-                    fft::exec_z2d,
-                    fft_sys::cufftDoubleReal,
-                    fft_sys::cufftDoubleComplex
-                ),
-            }
+            with_scratch!(|buf| {
+                let mut l = stream.launch_builder(&gather);
+                l.arg(x.slice())
+                    .arg(&mut *buf)
+                    .arg(pre[0])
+                    .arg(pre[1])
+                    .arg(&q);
+                // SAFETY: (const T*, R*, const double* ×2, FftParams); x holds nrows · nu
+                // values (checked), the scratch batch · ld, the tables nu · nv and
+                // views · nu; rows past nrows are not read.
+                unsafe { l.launch(gather_cfg) }.map_err(driver_err("fbp_fft_gather"))?;
+            });
+            st.forward(stream)?;
+            with_scratch!(|buf| {
+                let mut l = stream.launch_builder(&spectrum);
+                l.arg(&mut *buf).arg(&self.spectrum).arg(&q);
+                // SAFETY: (R*, const double*, FftParams); the response has nc values.
+                unsafe { l.launch(spectrum_cfg) }.map_err(driver_err("fbp_fft_spectrum"))?;
+            });
+            st.inverse(stream)?;
+            with_scratch!(|buf| {
+                let mut l = stream.launch_builder(&scatter);
+                l.arg(&*buf)
+                    .arg(y.slice_mut())
+                    .arg(post[0])
+                    .arg(post[1])
+                    .arg(&q);
+                // SAFETY: (const R*, T*, const double* ×2, FftParams); as the gather.
+                unsafe { l.launch(scatter_cfg) }.map_err(driver_err("fbp_fft_scatter"))?;
+            });
         }
         Ok(())
     }
@@ -534,26 +344,10 @@ impl FftFilter {
 mod tests {
     use super::*;
 
-    /// Runs without a GPU: a missing or wrong library is an error, never a panic.
-    #[test]
-    fn probing_a_missing_library_is_an_error() {
-        let e = probe(Some(Path::new("/nonexistent/libcufft.so.12"))).unwrap_err();
-        assert!(e.contains("could not be loaded"), "{e}");
-    }
-
-    #[test]
-    fn probing_a_library_without_cufft_names_the_missing_functions() {
-        // Any shared library that is not cuFFT: the C library is on every Linux machine.
-        if !cfg!(target_os = "linux") {
-            return;
-        }
-        let e = probe(Some(Path::new("libc.so.6"))).unwrap_err();
-        assert!(e.contains("lacks cufftCreate"), "{e}");
-    }
-
     #[test]
     fn the_process_choice_never_panics() {
-        let r = catch_unwind(method).expect("choosing the GPU filter's method panicked");
+        let r =
+            std::panic::catch_unwind(method).expect("choosing the GPU filter's method panicked");
         match &r {
             Ok(_) => {}
             Err(Error::CudaUnavailable(m)) => assert!(m.contains("RODL_CUFFT"), "{m}"),

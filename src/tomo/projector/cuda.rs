@@ -167,7 +167,7 @@ const TENTHS: u128 = 10;
 /// and the volume once, except that with more than one slab the forward streams the volume once
 /// per view group, and with more than one view group the adjoint streams the data once per
 /// slab. Each piece adds [`PIECE_COST`]. H200, cone_1024 with slabs along axis 0
-/// (`profile_layouts` in `src/tomo/cuda_pieces.rs`): each slab added about 0.6 s forward and
+/// (a profile of layouts, now `examples/pieces_profile.rs`): each slab added about 0.6 s forward and
 /// 0.5 s adjoint, view groups nothing, and up to 110 GB streamed per forward stayed hidden
 /// behind the kernels.
 fn layout_cost(k: usize, m: usize, axis: usize, geom: &VecGeometry, grid: &Grid) -> u128 {
@@ -246,6 +246,30 @@ fn plan_view_groups(
     })
 }
 
+/// The layout of [`CudaOptions::with_pieces`]: `k` even slabs along the geometry's slab axis
+/// (cut at multiples of 4 cells along axis 2, as the planner cuts them) × `m` even view groups.
+fn fixed_pieces(
+    id: usize,
+    k: usize,
+    m: usize,
+    geom: &VecGeometry,
+    grid: &Grid,
+) -> Result<PieceLayout> {
+    let axis = geom.slab_axis();
+    let (cells, views) = (grid.shape[axis], geom.num_views());
+    if k == 0 || m == 0 || k > cells || m > views {
+        return Err(Error::invalid(format!(
+            "CudaOptions::with_pieces({k}, {m}): 1 to {cells} slabs and 1 to {views} view groups"
+        )));
+    }
+    let problem = SplitProblem::along(geom, grid, axis).on(Device::Cuda(id));
+    let mut l = layout(&even_plan(&problem, k, m), axis);
+    if axis == 2 {
+        l.slabs = align(&l.slabs, 4);
+    }
+    Ok(l)
+}
+
 fn layout(p: &SplitPlan, axis: usize) -> PieceLayout {
     PieceLayout {
         slab_axis: axis,
@@ -279,7 +303,9 @@ impl CudaProjector {
             ray.set_deterministic(opts.deterministic);
             Exec::Whole(ray)
         } else {
-            let pieces = if host_volume {
+            let pieces = if let (true, Some([k, m])) = (host_volume, opts.pieces) {
+                fixed_pieces(id, k, m, geometry, grid)?
+            } else if host_volume {
                 plan_pieces(id, budget, geometry, grid)?
             } else {
                 plan_view_groups(id, budget, geometry, grid)?
