@@ -16,11 +16,11 @@
 //!
 //! The slabs lie along one axis of the volume, the geometry's [`VecGeometry::slab_axis`] for 3D
 //! (the rotation axis of circular and helical scans), so that each piece's kernels launch only
-//! the band of detector rows that can reach its slab ([`CudaRay::piece`]): the pieces of one
+//! the band of detector rows that can reach its slab ([`ray_piece`]): the pieces of one
 //! view group then set up about as many rays as the whole transform, where slabs across the
 //! rotation axis each set up all of them. A slab along axis 0 (and a view group) is one
 //! contiguous run of memory; a slab along another axis is a run per line of the axes before
-//! it ([`Runs`](crate::backend::cuda::lanes::Runs), with the copy streams in
+//! it (`Runs`, with the copy streams in
 //! [`crate::backend::cuda::lanes`]): the host side gathers and scatters those runs through the pinned buffers, and
 //! device-resident data go through a pitched device copy into and out of a slab buffer.
 //! Device-resident inputs and outputs that are contiguous are used in place, so the same code
@@ -31,7 +31,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use cudarc::driver::{CudaSlice, DevicePtr};
 
-use super::cuda::CudaRay;
+use super::cuda::{ray_piece, CudaRay};
 use super::geometry::VecGeometry;
 use super::gpu_interface::GpuRay;
 use super::gpu_interface::{GpuPieces, In, Out};
@@ -386,7 +386,7 @@ impl GpuPieces for PieceRunner {
         } else {
             for g in &groups {
                 for s in &slabs {
-                    rays.push(CudaRay::piece(id, geom, g.clone(), grid, axis, s.clone())?);
+                    rays.push(ray_piece(id, geom, g.clone(), grid, axis, s.clone())?);
                 }
             }
         }

@@ -54,6 +54,7 @@ mod ops;
 mod pointwise;
 mod pool;
 mod probe;
+pub(crate) mod ray;
 mod staging;
 mod tensor;
 
