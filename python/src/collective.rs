@@ -38,7 +38,12 @@ pub fn agreed<V>(py: Python<'_>, across: Option<&Across>, local: PyResult<V>) ->
 
 /// Collective: a `rodl.DistributedError` on every rank unless all ranks pass the same `count`
 /// (the batch length of an application, which fixes how many collectives follow).
-pub fn same_count(py: Python<'_>, across: Option<&Across>, count: usize, what: &str) -> PyResult<()> {
+pub fn same_count(
+    py: Python<'_>,
+    across: Option<&Across>,
+    count: usize,
+    what: &str,
+) -> PyResult<()> {
     let Some(a) = across else { return Ok(()) };
     let all = py
         .detach(|| a.gather_outcome(Ok(vec![count as f64])))

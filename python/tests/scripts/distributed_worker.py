@@ -57,6 +57,8 @@ if case == "compare":
     fx, aty = ray(x), ray.adjoint(y)
     xr = space.zero()
     rodl.cgls(ray, xr, fx, niter=6)
+    xt = space.zero()
+    rodl.pdhg_tv(ray, xt, fx, lam=0.01, niter=5)
     out = {}
     for partition in ("views", "slabs"):
         n = geometry.data_shape[0] if partition == "views" else space.shape[2]
@@ -69,7 +71,13 @@ if case == "compare":
             lhs, rhs = op.range.inner(f, ys), op.domain.inner(xs, b)
             x0 = op.domain.zero()
             info = rodl.cgls(op, x0, fx[op.range_slice], niter=6)
+            tv = None
+            if partition == "views":  # TV needs the whole volume on every rank
+                x1 = op.domain.zero()
+                rodl.pdhg_tv(op, x1, fx[op.range_slice], lam=0.01, niter=5)
+                tv = worst(rel_max(x1, xt))
             out[f"{partition}-{label}"] = {
+                "pdhg_tv": tv,
                 "counts": op.counts,
                 "forward": worst(rel_max(f, fx[op.range_slice]) if f.size else 0.0),
                 "adjoint": worst(rel_max(b, aty[op.domain_slice]) if b.size else 0.0),
