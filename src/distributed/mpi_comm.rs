@@ -109,14 +109,12 @@ impl MpiComm {
     /// against (the same `libmpi` as the program's), and every rank of `raw` must make this
     /// call.
     pub unsafe fn from_raw(raw: mpi::ffi::MPI_Comm) -> Result<Self> {
-        let local = |message: &str| Error::Distributed {
-            rank: 0,
-            message: message.to_string(),
-        };
         if !mpi::environment::is_initialized() || mpi::environment::is_finalized() {
-            return Err(local(
-                "MPI is not initialised (or is finalised already): initialise it (mpi4py does \
-                 on `from mpi4py import MPI`) before adopting a communicator",
+            return Err(Error::invalid(
+                "MpiComm::from_raw: MPI is not initialised (or is finalised already) in the \
+                 libmpi that rodl links: initialise it before adopting a communicator (mpi4py \
+                 does on `from mpi4py import MPI`; if it did, it uses another libmpi than rodl: \
+                 build both against the same MPI)",
             ));
         }
         // SAFETY (of the MPI calls below): MPI is initialised and `raw` is a valid handle
@@ -136,10 +134,9 @@ impl MpiComm {
         let mut dup = unsafe { mpi::ffi::RSMPI_COMM_NULL };
         unsafe { mpi::ffi::MPI_Comm_dup(raw, &mut dup) };
         if dup == unsafe { mpi::ffi::RSMPI_COMM_NULL } {
-            return Err(Error::Distributed {
-                rank: 0,
-                message: "MPI_Comm_dup returned MPI_COMM_NULL".into(),
-            });
+            return Err(Error::invalid(
+                "MpiComm::from_raw: MPI_Comm_dup returned MPI_COMM_NULL",
+            ));
         }
         // SAFETY: `dup` is a live user intra-communicator that nothing else holds.
         let comm = unsafe { SimpleCommunicator::from_raw(dup) };
