@@ -93,6 +93,16 @@ def test_equals_one_process(ranks, partition, counts, tmp_path_factory):
 
 @needs_mpi
 @pytest.mark.parametrize("ranks", [2, 3])
+def test_sub_communicator_and_float32(ranks, tmp_path_factory):
+    r = compare(ranks, tmp_path_factory.mktemp("mpi"))
+    assert r["slabs-split"]["forward"] <= 1e-10, r["slabs-split"]
+    assert r["slabs-split"]["cgls"] <= 1e-10, r["slabs-split"]
+    for partition in ("views", "slabs"):
+        assert r[f"{partition}-float32"]["forward"] <= 1e-5, r
+
+
+@needs_mpi
+@pytest.mark.parametrize("ranks", [2, 3])
 def test_bad_input_on_one_rank_fails_on_every_rank(ranks, tmp_path):
     job = mpirun(ranks, "agree", tmp_path)
     out = job.stdout + job.stderr

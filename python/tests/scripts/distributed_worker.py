@@ -3,8 +3,9 @@
 
 ``compare``: for both partitions, even and uneven counts (a rank with nothing), the
 distributed ray transform against the single-process ``rodl.RayTransform`` (computed on every
-rank): forward, adjoint, adjointness in the shares' inner products, CGLS. Rank 0 prints one
-JSON line ``RESULT {...}`` of the worst figures over the ranks.
+rank): forward, adjoint, adjointness in the shares' inner products, CGLS, PDHG-TV by views;
+the same on a sub-communicator (``comm.Split``), and float32. Rank 0 prints one JSON line
+``RESULT {...}`` of the worst figures over the ranks.
 
 ``agree``: bad input on one rank (an unknown partition at construction, a share of the wrong
 shape in ``op(x)``, in ``op.adjoint(y)``, in ``range.inner`` and in ``rodl.cgls``, a callback
@@ -86,6 +87,29 @@ if case == "compare":
                 "cgls": worst(rel_max(x0, xr[op.domain_slice]) if x0.size else 0.0),
                 "cgls_iterations": info["iterations"],
             }
+    # A sub-communicator (ranks split by parity): each group is a job of its own.
+    sub = comm.Split(color=rank % 2, key=rank)
+    op = rd.RayTransform(space, geometry, comm=sub, partition="slabs", threads=1)
+    assert (op.rank, op.size) == (sub.Get_rank(), sub.Get_size()), (op.rank, op.size)
+    f = op(x[op.domain_slice])
+    x0 = op.domain.zero()
+    rodl.cgls(op, x0, fx[op.range_slice], niter=6)
+    out["slabs-split"] = {
+        "forward": worst(rel_max(f, fx[op.range_slice]) if f.size else 0.0),
+        "cgls": worst(rel_max(x0, xr[op.domain_slice]) if x0.size else 0.0),
+    }
+    del op
+    sub.Free()
+    # float32: the same partitions, to float32's rounding.
+    s32 = rodl.uniform_discr([-1, -1, -1], [1, 1, 1], [10, 8, 6], dtype="float32")
+    r32 = rodl.RayTransform(s32, geometry, threads=1)
+    x32 = x.astype(np.float32)
+    f32 = r32(x32)
+    for partition in ("views", "slabs"):
+        op = rd.RayTransform(s32, geometry, partition=partition, threads=1)
+        f = op(x32[op.domain_slice])
+        assert f.dtype == np.float32
+        out[f"{partition}-float32"] = {"forward": worst(rel_max(f, f32[op.range_slice]))}
     if rank == 0:
         print("RESULT " + json.dumps(out), flush=True)
 
