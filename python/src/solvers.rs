@@ -172,8 +172,7 @@ fn run<'py, T: Real>(
 }
 
 /// The element of `op`'s range holding `data`, which must be finite (a NaN or an infinity
-/// would make every iterate NaN).
-/// Agreed across the ranks for a distributed operator.
+/// would make every iterate NaN). Agreed across the ranks for a distributed operator.
 fn data_of<T: Real>(op: &LinOp<T>, data: &Bound<'_, PyAny>, what: &str) -> PyResult<Element<T>> {
     let checked = element(op.range(), data, what).and_then(|e| {
         check_values(&e, what, "finite", |v| v.is_finite())?;
