@@ -87,6 +87,7 @@ def test_equals_one_process(ranks, partition, counts, tmp_path_factory):
     assert r["inner_vs_one_process"] <= 1e-10, r
     assert r["cgls"] <= 1e-10, r
     assert r["cgls_iterations"] == 6, r
+    assert r["check_adjoint"] <= 1e-12 and r["check_adjoint_same_on_ranks"], r
     if partition == "views":
         assert r["pdhg_tv"] <= 1e-10, r
 

@@ -77,7 +77,12 @@ if case == "compare":
                 x1 = op.domain.zero()
                 rodl.pdhg_tv(op, x1, fx[op.range_slice], lam=0.01, niter=5)
                 tv = worst(rel_max(x1, xt))
+            report = rodl.check_adjoint(op, trials=3)
+            # The same report on every rank (a collective check).
+            same = comm.allgather(report["max_rel_error"])
             out[f"{partition}-{label}"] = {
+                "check_adjoint": worst(report["max_rel_error"]),
+                "check_adjoint_same_on_ranks": len(set(same)) == 1,
                 "pdhg_tv": tv,
                 "counts": op.counts,
                 "forward": worst(rel_max(f, fx[op.range_slice]) if f.size else 0.0),
