@@ -50,12 +50,13 @@ def mpirun(ranks, case, tmp):
     except subprocess.TimeoutExpired as e:
         pytest.fail(f"mpirun -np {ranks} {case}: no end after {LIMIT} s (a hang)\n{e.stdout}\n{e.stderr}")
 
-    def read(rank, stream):
+    def read(rank, stream, merged):
+        # Open MPI 4 writes DIR/<job>/rank.<r>/<stream>; elsewhere, the merged stream.
         files = sorted(out.glob(f"*/rank.{rank}/{stream}"))
-        return files[-1].read_text() if files else ""
+        return files[-1].read_text() if files else merged
 
-    job.rank_stdout = [read(r, "stdout") for r in range(ranks)]
-    job.rank_stderr = [read(r, "stderr") for r in range(ranks)]
+    job.rank_stdout = [read(r, "stdout", job.stdout) for r in range(ranks)]
+    job.rank_stderr = [read(r, "stderr", job.stderr) for r in range(ranks)]
     return job
 
 
