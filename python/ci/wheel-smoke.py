@@ -1,7 +1,8 @@
 """The installed wheel, from a fresh venv (``python -I wheel-smoke.py VENV``, run by
 ``wheel-check``): rodl is imported from VENV, was built with CUDA, and a tiny ray transform,
 its FBP and its adjoint check work on the CPU; a GPU request raises rodl.CudaUnavailableError
-where there is no usable GPU and agrees with the CPU where there is one."""
+where there is no usable GPU and agrees with the CPU where there is one; `import
+rodl.distributed` raises ImportError saying how to build with MPI."""
 
 import os
 import sys
@@ -37,3 +38,13 @@ else:
     diff = float(np.abs(d - data).max() / np.abs(data).max())
     assert diff < 1e-4, diff
     print(f"GPU: {gpu.backend}, data agrees with the CPU's to {diff:.1e}")
+
+# The wheel is built without MPI: rodl.distributed says how to get it.
+assert not rodl.MPI_BUILT, "the wheel is built without the mpi feature"
+try:
+    import rodl.distributed  # noqa: F401
+except ImportError as e:
+    assert "--features mpi" in str(e), e
+    print(f"rodl.distributed without MPI (ImportError, as expected): {str(e)[:60]}...")
+else:
+    raise AssertionError("import rodl.distributed must raise ImportError in a wheel without MPI")

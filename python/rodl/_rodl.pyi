@@ -18,6 +18,7 @@ __all__ = [
     "CUDA_BUILT",
     "CudaUnavailableError",
     "GraphCaptureError",
+    "DistributedError",
     "Space",
     "uniform_discr",
     "rn",
@@ -65,6 +66,8 @@ __all__ = [
     "find_centre",
     "find_centre_cone",
     "paganin",
+    "MPI_BUILT",
+    "DistributedRayTransform",
 ]
 
 __version__: str
@@ -79,6 +82,9 @@ _SolverInfo: TypeAlias = Dict[str, Any]
 
 class CudaUnavailableError(RuntimeError): ...
 class GraphCaptureError(RuntimeError): ...
+class DistributedError(RuntimeError):
+    """A collective call of ``rodl.distributed`` failed on one of the ranks; every rank raises
+    it, naming the rank that failed first."""
 
 @final
 class Space:
@@ -102,6 +108,9 @@ class Space:
     def weighting(self) -> float: ...
     @property
     def is_product(self) -> bool: ...
+    @property
+    def is_share(self) -> bool:
+        """One rank's share of a distributed space: ``inner``/``norm``/``dist`` are collective."""
     def element(self, data: Optional[_ArrayLike] = None) -> _Array: ...
     def zero(self) -> _Array: ...
     def one(self) -> _Array: ...
@@ -444,3 +453,52 @@ def paganin(
     magnification: float = 1.0,
     padding: bool = True,
 ) -> _Array: ...
+
+# rodl.distributed (the extension's `mpi` feature; without it, construction raises ImportError).
+MPI_BUILT: bool
+
+@final
+class DistributedRayTransform(Operator):
+    """The ray transform distributed over an mpi4py communicator: ``rodl.distributed.RayTransform``.
+
+    ``None`` arguments take their defaults: ``comm=MPI.COMM_WORLD``, ``partition="views"``,
+    ``counts`` as even as possible, ``backend="cpu"``, ``deterministic=False``.
+    """
+
+    def __new__(
+        cls,
+        space: Space,
+        geometry: Geometry,
+        comm: Optional[Any] = None,
+        partition: Optional[str] = None,
+        counts: Optional[Sequence[int]] = None,
+        backend: Optional[str] = None,
+        threads: Optional[int] = None,
+        device: Optional[int] = None,
+        memory_budget: Optional[int] = None,
+        deterministic: Optional[bool] = None,
+    ) -> DistributedRayTransform: ...
+    @property
+    def geometry(self) -> Geometry: ...
+    @property
+    def backend(self) -> str: ...
+    @property
+    def partition(self) -> str: ...
+    @property
+    def rank(self) -> int: ...
+    @property
+    def size(self) -> int: ...
+    @property
+    def local_rank(self) -> int: ...
+    @property
+    def counts(self) -> List[int]: ...
+    @property
+    def ranges(self) -> List[Tuple[int, int]]: ...
+    @property
+    def range_part(self) -> Tuple[int, int, int]: ...
+    @property
+    def domain_part(self) -> Optional[Tuple[int, int, int]]: ...
+    @property
+    def range_slice(self) -> Tuple[slice, ...]: ...
+    @property
+    def domain_slice(self) -> Tuple[slice, ...]: ...

@@ -21,6 +21,15 @@ create_exception!(
      with capture_error_mode=\"thread_local\" (or \"relaxed\") to run rodl beside it."
 );
 
+create_exception!(
+    rodl,
+    DistributedError,
+    PyRuntimeError,
+    "A collective call of a distributed computation (rodl.distributed) failed on one of the \
+     ranks: every rank raises this error, whose message names the rank that failed first and \
+     what went wrong there."
+);
+
 /// Registers the package's own exception types.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add(
@@ -28,6 +37,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.py().get_type::<CudaUnavailableError>(),
     )?;
     m.add("GraphCaptureError", m.py().get_type::<GraphCaptureError>())?;
+    m.add("DistributedError", m.py().get_type::<DistributedError>())?;
     Ok(())
 }
 
@@ -36,7 +46,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 /// `NotImplementedError` for what rodl does not support, `OSError` for files, `MemoryError`
 /// for sizes that cannot be allocated, `CudaUnavailableError` (a `RuntimeError`) when no GPU
 /// can be used, `GraphCaptureError` (a `RuntimeError`) when another thread's global-mode CUDA
-/// graph capture forbade a call, and `RuntimeError` for the rest.
+/// graph capture forbade a call, `DistributedError` (a `RuntimeError`) when a collective call of
+/// a distributed computation failed on one of the ranks, and `RuntimeError` for the rest.
 pub fn to_py(e: rodl::Error) -> PyErr {
     use rodl::Error as E;
     let msg = e.to_string();
@@ -51,6 +62,7 @@ pub fn to_py(e: rodl::Error) -> PyErr {
         E::Unsupported(_) => PyNotImplementedError::new_err(msg),
         E::CudaUnavailable(_) => CudaUnavailableError::new_err(msg),
         E::GraphCapture(_) => GraphCaptureError::new_err(msg),
+        E::Distributed { .. } => DistributedError::new_err(msg),
         E::Io { .. } => PyOSError::new_err(msg),
         E::OutOfMemory { .. } => PyMemoryError::new_err(msg),
         _ => PyRuntimeError::new_err(msg),

@@ -4,8 +4,10 @@
 
 mod array;
 mod backend_options;
+mod collective;
 mod count;
 mod diagnostics;
+mod distributed;
 mod dlpack;
 mod errors;
 mod factory;
@@ -35,5 +37,6 @@ fn _rodl(m: &Bound<'_, PyModule>) -> PyResult<()> {
     solvers::register(m)?;
     diagnostics::register(m)?;
     io::register(m)?;
+    distributed::register(m)?;
     Ok(())
 }

@@ -5,6 +5,7 @@ use numpy::{PyArrayDyn, PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 
 use crate::array::{array_shape, element, read, to_numpy, to_vec, Real};
+use crate::collective::{agreed, same_count};
 use crate::dlpack::{Place, TensorRef};
 use crate::errors::{type_error, value_error, IntoPyResult};
 use crate::scalar::{each, pair, Any, Dtype};
@@ -65,38 +66,52 @@ pub fn apply<T: Real>(
     out: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyAny>> {
     let (domain, range) = (op.domain().clone(), op.range().clone());
+    // A distributed operator's application is collective: the checks below are agreed first.
+    let across = crate::collective::across_of_op(op);
+    let across = across.as_ref();
     if domain.is_product() || range.is_product() {
-        if out.is_some() {
-            return Err(value_error(
-                "out= is not supported for operators on product spaces",
-            ));
-        }
-        let xe = element(&domain, x, "operator input")?;
+        let xe = agreed(
+            py,
+            across,
+            if out.is_some() {
+                Err(value_error(
+                    "out= is not supported for operators on product spaces",
+                ))
+            } else {
+                element(&domain, x, "operator input")
+            },
+        )?;
         let y = py.detach(|| op.apply(&xe)).py()?;
         return to_numpy(py, y);
     }
-    let a = read::<T>(x, "operator input")?;
-    let dshape = domain.shape().py()?.to_vec();
-    let rshape = range.shape().py()?.to_vec();
-    let shape = a.shape().to_vec();
-    let d = dshape.len();
-    if shape.len() < d || shape[shape.len() - d..] != dshape[..] {
-        return Err(value_error(format!(
-            "operator input: expected an array of shape {dshape:?} (or (*batch, {})), got \
-             {shape:?}",
-            dshape
-                .iter()
-                .map(|n| n.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )));
-    }
-    let lead = &shape[..shape.len() - d];
-    let batch: usize = lead.iter().product();
-    let mut out_shape = lead.to_vec();
-    out_shape.extend_from_slice(&rshape);
-    let data = to_vec(&a);
-    drop(a);
+    let checked = (|| -> PyResult<(Vec<T>, Vec<usize>, usize)> {
+        let a = read::<T>(x, "operator input")?;
+        let dshape = domain.shape().py()?.to_vec();
+        let rshape = range.shape().py()?.to_vec();
+        let shape = a.shape().to_vec();
+        let d = dshape.len();
+        if shape.len() < d || shape[shape.len() - d..] != dshape[..] {
+            return Err(value_error(format!(
+                "operator input: expected an array of shape {dshape:?} (or (*batch, {})), got \
+                 {shape:?}",
+                dshape
+                    .iter()
+                    .map(|n| n.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+        let lead = &shape[..shape.len() - d];
+        let batch: usize = lead.iter().product();
+        let mut out_shape = lead.to_vec();
+        out_shape.extend_from_slice(&rshape);
+        if let Some(o) = out {
+            out_array::<T>(o, &out_shape)?;
+        }
+        Ok((to_vec(&a), out_shape, batch))
+    })();
+    let (data, out_shape, batch) = agreed(py, across, checked)?;
+    same_count(py, across, batch, "batches")?;
     let (n_in, n_out) = (domain.size(), range.size());
     let result: Vec<T> = py
         .detach(|| -> rodl::Result<Vec<T>> {
@@ -134,18 +149,7 @@ pub fn apply<T: Real>(
     match out {
         None => crate::array::from_vec(py, result, &out_shape),
         Some(o) => {
-            let arr = o.cast::<PyArrayDyn<T>>().map_err(|_| {
-                type_error(format!(
-                    "out must be a NumPy array of dtype {}",
-                    std::any::type_name::<T>()
-                ))
-            })?;
-            if arr.shape() != out_shape.as_slice() {
-                return Err(value_error(format!(
-                    "out: expected shape {out_shape:?}, got {:?}",
-                    arr.shape()
-                )));
-            }
+            let arr = out_array::<T>(o, &out_shape)?;
             let mut w = arr
                 .try_readwrite()
                 .map_err(|e| value_error(format!("out: {e}")))?;
@@ -161,6 +165,26 @@ pub fn apply<T: Real>(
             Ok(o.clone().unbind())
         }
     }
+}
+
+/// `out` as a NumPy array of `T` and of shape `shape`, or the error saying why not.
+fn out_array<'a, 'py, T: Real>(
+    out: &'a Bound<'py, PyAny>,
+    shape: &[usize],
+) -> PyResult<&'a Bound<'py, PyArrayDyn<T>>> {
+    let arr = out.cast::<PyArrayDyn<T>>().map_err(|_| {
+        type_error(format!(
+            "out must be a NumPy array of dtype {}",
+            std::any::type_name::<T>()
+        ))
+    })?;
+    if arr.shape() != shape {
+        return Err(value_error(format!(
+            "out: expected shape {shape:?}, got {:?}",
+            arr.shape()
+        )));
+    }
+    Ok(arr)
 }
 
 /// Applies `op` to a C-contiguous CUDA tensor `x` (`(*batch, *domain)`) into `out`

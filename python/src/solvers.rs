@@ -12,6 +12,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::array::{array_shape, element, to_numpy, Real};
+use crate::collective::{across_of_op, agreed};
 use crate::errors::{type_error, value_error, IntoPyResult};
 use crate::operator::PyOperator;
 use crate::scalar::{each, Any};
@@ -19,14 +20,19 @@ use crate::tomo::PyRayTransform;
 use rodl::solvers::callback::{Callback, Control, IterationInfo, ProgressBar};
 use rodl::solvers::iterative::{self as it, SolverInfo};
 use rodl::solvers::tv::{PdhgTvOptions, TvProblem};
-use rodl::{Element, LinOp};
+use rodl::{Across, Element, LinOp};
 
 /// The solver's view of the Python side: the user's callback, Ctrl-C, and an optional progress
 /// bar. A Python exception raised in the callback stops the solver and is re-raised.
+///
+/// For a distributed operator (`rodl.distributed`) the decision is collective: the solver stops
+/// on every rank when the callback stops it (or raises) on any, and an exception there is a
+/// `rodl.DistributedError` naming that rank on every rank.
 struct PyCallback<'a> {
     callback: Option<&'a Py<PyAny>>,
     progress: Option<ProgressBar>,
     error: Option<PyErr>,
+    across: Option<Across>,
 }
 
 impl<T: Real> Callback<T> for PyCallback<'_> {
@@ -46,10 +52,33 @@ impl<T: Real> Callback<T> for PyCallback<'_> {
             }
             Ok(Control::Continue)
         });
-        match outcome {
-            Ok(c) => Ok(c),
+        let Some(across) = &self.across else {
+            return match outcome {
+                Ok(c) => Ok(c),
+                Err(e) => {
+                    self.error = Some(e);
+                    Ok(Control::Stop)
+                }
+            };
+        };
+        // Collective: every rank learns whether any rank stops, or failed.
+        let local = match &outcome {
+            Ok(c) => Ok(vec![f64::from(u8::from(matches!(c, Control::Stop)))]),
+            Err(e) => Err(rodl::Error::Distributed {
+                rank: across.rank(),
+                message: Python::attach(|py| {
+                    format!("the callback raised {}", crate::collective::describe(py, e))
+                }),
+            }),
+        };
+        match across.gather_outcome(local) {
+            Ok(all) => Ok(if all.iter().any(|v| v.first() == Some(&1.0)) {
+                Control::Stop
+            } else {
+                Control::Continue
+            }),
             Err(e) => {
-                self.error = Some(e);
+                self.error = Some(crate::errors::to_py(e));
                 Ok(Control::Stop)
             }
         }
@@ -101,16 +130,24 @@ fn run<'py, T: Real>(
     em_data: Option<&Element<T>>,
     solve: impl FnOnce(&mut Element<T>, &mut dyn Callback<T>) -> rodl::Result<SolverInfo> + Send,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let arr = iterate(x, op)?;
-    let mut xe = element(op.domain(), arr.as_any(), "x")?;
-    check_values(&xe, "x", "finite", |v| v.is_finite())?;
-    if let Some(data) = em_data {
-        check_em(&xe, data)?;
-    }
+    let across = across_of_op(op);
+    let checked = (|| {
+        let arr = iterate(x, op)?;
+        let xe = element(op.domain(), arr.as_any(), "x")?;
+        check_values(&xe, "x", "finite", |v| v.is_finite())?;
+        if let Some(data) = em_data {
+            check_em(&xe, data)?;
+        }
+        Ok((arr, xe))
+    })();
+    let (arr, mut xe) = agreed(py, across.as_ref(), checked)?;
+    // One progress bar for a distributed solve: rank 0's.
+    let progress = progress && across.as_ref().is_none_or(|a| a.rank() == 0);
     let mut cb = PyCallback {
         callback: callback.as_ref(),
         progress: progress.then(|| ProgressBar::with_log_fallback(niter, (niter / 10).max(1))),
         error: None,
+        across,
     };
     let result = py.detach(|| solve(&mut xe, &mut cb));
     // Whatever happened, x gets the last iterate.
@@ -135,11 +172,13 @@ fn run<'py, T: Real>(
 }
 
 /// The element of `op`'s range holding `data`, which must be finite (a NaN or an infinity
-/// would make every iterate NaN).
+/// would make every iterate NaN). Agreed across the ranks for a distributed operator.
 fn data_of<T: Real>(op: &LinOp<T>, data: &Bound<'_, PyAny>, what: &str) -> PyResult<Element<T>> {
-    let e = element(op.range(), data, what)?;
-    check_values(&e, what, "finite", |v| v.is_finite())?;
-    Ok(e)
+    let checked = element(op.range(), data, what).and_then(|e| {
+        check_values(&e, what, "finite", |v| v.is_finite())?;
+        Ok(e)
+    });
+    agreed(data.py(), across_of_op(op).as_ref(), checked)
 }
 
 /// A `ValueError` naming `what` unless every entry of `e` satisfies `ok` (described as `need`).

@@ -5,6 +5,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
 use crate::array::{array_shape, element, to_numpy};
+use crate::collective::{across_of, agreed};
 use crate::errors::IntoPyResult;
 use crate::scalar::{each, Any, Dtype};
 use rodl::Space;
@@ -136,25 +137,40 @@ impl PySpace {
         each!(&self.inner, s => to_numpy(py, s.one().py()?))
     }
 
-    /// The weighted inner product `⟨x, y⟩`.
-    fn inner(&self, x: &Bound<'_, PyAny>, y: &Bound<'_, PyAny>) -> PyResult<f64> {
+    /// The weighted inner product `⟨x, y⟩`. On a share of a distributed space
+    /// (`rodl.distributed`) it is the whole space's, summed over the ranks: collective.
+    fn inner(&self, py: Python<'_>, x: &Bound<'_, PyAny>, y: &Bound<'_, PyAny>) -> PyResult<f64> {
         each!(&self.inner, s => {
-            let (a, b) = (element(s, x, "inner: x")?, element(s, y, "inner: y")?);
-            s.inner(&a, &b).py()
+            let ab = (|| Ok((element(s, x, "inner: x")?, element(s, y, "inner: y")?)))();
+            let (a, b) = agreed(py, across_of(s).as_ref(), ab)?;
+            py.detach(|| s.inner(&a, &b)).py()
         })
     }
 
-    /// The weighted norm `‖x‖`.
-    fn norm(&self, x: &Bound<'_, PyAny>) -> PyResult<f64> {
-        each!(&self.inner, s => s.norm(&element(s, x, "norm: x")?).py())
+    /// The weighted norm `‖x‖` (of the whole space on a share: collective, as `inner`).
+    fn norm(&self, py: Python<'_>, x: &Bound<'_, PyAny>) -> PyResult<f64> {
+        each!(&self.inner, s => {
+            let a = agreed(py, across_of(s).as_ref(), element(s, x, "norm: x"))?;
+            py.detach(|| s.norm(&a)).py()
+        })
     }
 
-    /// The weighted distance `‖x − y‖`.
-    fn dist(&self, x: &Bound<'_, PyAny>, y: &Bound<'_, PyAny>) -> PyResult<f64> {
+    /// The weighted distance `‖x − y‖` (of the whole space on a share: collective, as
+    /// `inner`).
+    fn dist(&self, py: Python<'_>, x: &Bound<'_, PyAny>, y: &Bound<'_, PyAny>) -> PyResult<f64> {
         each!(&self.inner, s => {
-            let (a, b) = (element(s, x, "dist: x")?, element(s, y, "dist: y")?);
-            s.dist(&a, &b).py()
+            let ab = (|| Ok((element(s, x, "dist: x")?, element(s, y, "dist: y")?)))();
+            let (a, b) = agreed(py, across_of(s).as_ref(), ab)?;
+            py.detach(|| s.dist(&a, &b)).py()
         })
+    }
+
+    /// Whether this is one rank's share of a space distributed over the ranks of a job
+    /// (`rodl.distributed`): its elements hold that rank's part, its `inner`, `norm` and
+    /// `dist` are the whole space's (collective calls).
+    #[getter]
+    fn is_share(&self) -> bool {
+        each!(&self.inner, s => s.across().is_some())
     }
 
     /// Whether `x` is an array of this space's shape.

@@ -13,7 +13,7 @@ use rodl::tomo::{Backend, CpuOptions, CudaOptions, FbpOptions, FilterType, RayTr
 use rodl::LinOp;
 
 /// The backend named by `backend` (`"cpu"`, `"cuda"`, `"cuda:N"`) with its options.
-fn parse_backend(
+pub(crate) fn parse_backend(
     backend: &str,
     threads: Option<usize>,
     device: Option<usize>,

@@ -92,14 +92,18 @@ pub fn check_adjoint_with<T: Scalar, A: AsLinearOperator<T> + ?Sized>(
         Some(n) => n,
         None => op.norm_estimate()?,
     };
-    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    // One stream for each space: a distributed operator whose domain is replicated (split by
+    // views) then draws the same `x` on every rank, whatever the sizes of the ranks' shares of
+    // the range (one stream for both made trial 2's `x` differ between the ranks).
+    let mut rng_x = rand::rngs::StdRng::seed_from_u64(seed);
+    let mut rng_y = rand::rngs::StdRng::seed_from_u64(seed ^ 0x9E37_79B9_7F4A_7C15);
     let (dom, ran) = (op.domain(), op.range());
     let mut ax = ran.zero()?;
     let mut aty = dom.zero()?;
     let mut worst = 0.0f64;
     for _ in 0..trials.max(1) {
-        let x = dom.random_normal(&mut rng)?;
-        let y = ran.random_normal(&mut rng)?;
+        let x = dom.random_normal(&mut rng_x)?;
+        let y = ran.random_normal(&mut rng_y)?;
         op.apply_into(&x, &mut ax)?;
         adj.apply_into(&y, &mut aty)?;
         let lhs = ran.inner(&ax, &y)?;
@@ -128,14 +132,17 @@ pub fn check_linearity<T: Scalar, A: AsOperator<T> + ?Sized>(
 ) -> Result<f64> {
     let op = op.as_operator();
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    // The scalars from a stream of their own: the same on every rank of a distributed
+    // operator, whatever the sizes of the ranks' shares of the domain.
+    let mut rng_ab = rand::rngs::StdRng::seed_from_u64(seed ^ 0x9E37_79B9_7F4A_7C15);
     let (dom, ran) = (op.domain(), op.range());
     let mut z = dom.zero()?;
     let mut worst = 0.0f64;
     for _ in 0..trials.max(1) {
         let x = dom.random_normal(&mut rng)?;
         let y = dom.random_normal(&mut rng)?;
-        let a = T::of(rng.gen_range(-2.0..2.0));
-        let b = T::of(rng.gen_range(-2.0..2.0));
+        let a = T::of(rng_ab.gen_range(-2.0..2.0));
+        let b = T::of(rng_ab.gen_range(-2.0..2.0));
         dom.lincomb(a, &x, b, &y, &mut z)?;
         let az = op.apply(&z)?;
         let ax = op.apply(&x)?;

@@ -34,7 +34,9 @@
 //! # Running
 //! Build with the `mpi` feature (the system MPI: on Debian `apt-get install libopenmpi-dev
 //! openmpi-bin libclang-dev`) and start one process per rank, `mpirun -np 4 ./program`; each
-//! makes `MpiComm::world` and picks its GPU by `MpiComm::local_rank`.
+//! makes `MpiComm::world` and picks its GPU by `MpiComm::local_rank`. A program that runs MPI
+//! itself hands rodl its communicator with `MpiComm::from_raw` (a duplicate): so does the
+//! Python package's `rodl.distributed.RayTransform` with mpi4py's.
 //!
 //! [`Error::Distributed`]: crate::Error::Distributed
 //! [`Error::Unsupported`]: crate::Error::Unsupported

@@ -1,11 +1,13 @@
 //! The communicator over MPI (feature `mpi`): the `mpi` crate over the system's MPI library.
 
+use std::mem::ManuallyDrop;
 use std::sync::{Arc, Mutex};
 use std::thread::ThreadId;
 
 use mpi::collective::SystemOperation;
 use mpi::datatype::{Partition, PartitionMut};
 use mpi::environment::Universe;
+use mpi::raw::{AsRaw as _, FromRaw as _};
 use mpi::topology::{Communicator as _, SimpleCommunicator};
 use mpi::traits::CommunicatorCollectives as _;
 use mpi::{Count, Threading};
@@ -16,12 +18,15 @@ use crate::{Error, Result};
 /// The values of one `MPI_Allreduce` call (16 Mi: 64 MiB of f32).
 const SUM_CHUNK: usize = 1 << 24;
 
-/// `MPI_COMM_WORLD` of a job started by `mpirun` (or `srun`), for [`Across`](super::Across):
-/// MPI's own collectives (`MPI_Allgatherv`, `MPI_Allreduce`, `MPI_Alltoallv`) under the
-/// distributed spaces and operators.
+/// An MPI communicator for [`Across`](super::Across): MPI's own collectives
+/// (`MPI_Allgatherv`, `MPI_Allreduce`, `MPI_Alltoallv`) under the distributed spaces and
+/// operators.
 ///
-/// [`MpiComm::world`] initialises MPI (asking for `MPI_THREAD_MULTIPLE`); MPI is finalised when
-/// the last handle is dropped. The collectives are serialised by a lock, so the handle may be
+/// [`MpiComm::world`] initialises MPI (asking for `MPI_THREAD_MULTIPLE`) and takes
+/// `MPI_COMM_WORLD` of a job started by `mpirun` (or `srun`); MPI is finalised when the last
+/// handle is dropped. [`MpiComm::from_raw`] adopts a duplicate of a communicator of a program
+/// that initialised MPI itself (mpi4py, a C or Fortran host code), which keeps MPI's
+/// initialisation and finalisation. The collectives are serialised by a lock, so the handle may be
 /// used from any thread when the MPI library gives `MPI_THREAD_SERIALIZED` or more, and only
 /// from the thread that initialised MPI otherwise (a call from another thread is an error).
 ///
@@ -33,15 +38,31 @@ const SUM_CHUNK: usize = 1 << 24;
 /// # Ok::<(), rodl::Error>(())
 /// ```
 pub struct MpiComm {
-    comm: SimpleCommunicator,
+    /// `MPI_COMM_WORLD`, or rodl's own duplicate of an adopted communicator (freed on drop
+    /// unless MPI is finalised by then).
+    comm: ManuallyDrop<SimpleCommunicator>,
     rank: usize,
     size: usize,
     local_rank: usize,
     /// The only thread that may call MPI, when the library is less than serialised.
     owner: Option<ThreadId>,
     lock: Mutex<()>,
-    // Dropped last: finalises MPI.
-    _universe: Arc<Universe>,
+    /// For messages: `"MPI_COMM_WORLD"` or what was adopted.
+    name: &'static str,
+    // Dropped last: finalises MPI (`None` for an adopted communicator: its program does).
+    _universe: Option<Arc<Universe>>,
+}
+
+impl Drop for MpiComm {
+    fn drop(&mut self) {
+        // Freeing a communicator after `MPI_Finalize` is erroneous (the program that owns MPI
+        // may finalise it before the last rodl object goes, as mpi4py does at exit): then
+        // the handle is left to MPI's own clean-up.
+        if !mpi::environment::is_finalized() {
+            // SAFETY: `comm` is not used after this.
+            unsafe { ManuallyDrop::drop(&mut self.comm) };
+        }
+    }
 }
 
 // SAFETY: the communicator handle is used only under `lock` (one MPI call at a time, which
@@ -65,7 +86,74 @@ impl MpiComm {
                         .into(),
                 )
             })?;
-        let comm = universe.world();
+        Ok(Self::with(
+            universe.world(),
+            threading,
+            "MPI_COMM_WORLD",
+            Some(Arc::new(universe)),
+        ))
+    }
+
+    /// Adopts the intra-communicator `raw` of a program that initialised MPI itself (mpi4py's
+    /// `MPI._handleof(comm)`, a C code's `MPI_Comm`): rodl works on a duplicate
+    /// (`MPI_Comm_dup`, collective over `raw`'s ranks), so that its collectives never match
+    /// the program's own messages, and frees it when the handle is dropped. MPI stays the
+    /// program's to finalise. The threading level is the one MPI was initialised with
+    /// (`MPI_Query_thread`).
+    ///
+    /// Errors when MPI is not initialised or already finalised, when `raw` is
+    /// `MPI_COMM_NULL`, or when it is an inter-communicator.
+    ///
+    /// # Safety
+    /// `raw` must be a valid communicator handle of the MPI library that rodl is linked
+    /// against (the same `libmpi` as the program's), and every rank of `raw` must make this
+    /// call.
+    pub unsafe fn from_raw(raw: mpi::ffi::MPI_Comm) -> Result<Self> {
+        if !mpi::environment::is_initialized() || mpi::environment::is_finalized() {
+            return Err(Error::invalid(
+                "MpiComm::from_raw: MPI is not initialised (or is finalised already) in the \
+                 libmpi that rodl links: initialise it before adopting a communicator (mpi4py \
+                 does on `from mpi4py import MPI`; if it did, it uses another libmpi than rodl: \
+                 build both against the same MPI)",
+            ));
+        }
+        // SAFETY (of the MPI calls below): MPI is initialised and `raw` is a valid handle
+        // (the caller's promise); the out-pointers are live locals.
+        if raw == unsafe { mpi::ffi::RSMPI_COMM_NULL } {
+            return Err(Error::invalid("MpiComm::from_raw: MPI_COMM_NULL"));
+        }
+        let mut inter: std::os::raw::c_int = 0;
+        unsafe { mpi::ffi::MPI_Comm_test_inter(raw, &mut inter) };
+        if inter != 0 {
+            return Err(Error::Unsupported(
+                "MpiComm::from_raw: an inter-communicator (rodl needs an intra-communicator, \
+                 such as MPI_COMM_WORLD or a split of it)"
+                    .into(),
+            ));
+        }
+        let mut dup = unsafe { mpi::ffi::RSMPI_COMM_NULL };
+        unsafe { mpi::ffi::MPI_Comm_dup(raw, &mut dup) };
+        if dup == unsafe { mpi::ffi::RSMPI_COMM_NULL } {
+            return Err(Error::invalid(
+                "MpiComm::from_raw: MPI_Comm_dup returned MPI_COMM_NULL",
+            ));
+        }
+        // SAFETY: `dup` is a live user intra-communicator that nothing else holds.
+        let comm = unsafe { SimpleCommunicator::from_raw(dup) };
+        Ok(Self::with(
+            comm,
+            mpi::environment::threading_support(),
+            "a duplicate of the caller's communicator",
+            None,
+        ))
+    }
+
+    fn with(
+        comm: SimpleCommunicator,
+        threading: Threading,
+        name: &'static str,
+        universe: Option<Arc<Universe>>,
+    ) -> Self {
         let rank = comm.rank().max(0) as usize;
         let size = comm.size().max(1) as usize;
         // The ranks on this node (sharing memory): the local rank picks the GPU.
@@ -74,18 +162,25 @@ impl MpiComm {
             Threading::Serialized | Threading::Multiple => None,
             Threading::Single | Threading::Funneled => Some(std::thread::current().id()),
         };
-        Ok(MpiComm {
-            comm,
+        MpiComm {
+            comm: ManuallyDrop::new(comm),
             rank,
             size,
             local_rank,
             owner,
             lock: Mutex::new(()),
-            _universe: Arc::new(universe),
-        })
+            name,
+            _universe: universe,
+        }
     }
 
-    /// This process's rank in `MPI_COMM_WORLD`.
+    /// The raw handle of rodl's communicator (`MPI_COMM_WORLD`, or the duplicate that
+    /// [`MpiComm::from_raw`] made), for MPI calls of the program's own on the same ranks.
+    pub fn as_raw(&self) -> mpi::ffi::MPI_Comm {
+        self.comm.as_raw()
+    }
+
+    /// This process's rank in the communicator.
     pub fn rank(&self) -> usize {
         self.rank
     }
@@ -259,6 +354,6 @@ impl Communicator for MpiComm {
     }
 
     fn describe(&self) -> String {
-        format!("MPI_COMM_WORLD of {} ranks", self.size)
+        format!("{} of {} ranks", self.name, self.size)
     }
 }
