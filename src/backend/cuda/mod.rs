@@ -55,6 +55,8 @@ mod pointwise;
 mod pool;
 mod probe;
 pub(crate) mod ray;
+pub(crate) mod row_filter;
+mod row_filter_fft;
 mod staging;
 mod tensor;
 
