@@ -137,9 +137,13 @@ impl GpuRowFilter {
         let uv = [table(uv[0], nu * nv)?, table(uv[1], nu * nv)?];
         let au = [table(au[0], nviews * nu)?, table(au[1], nviews * nu)?];
         let method = match conv {
-            Convolution::Fft { len, spectrum } => {
-                Method::Fft(Box::new(FftFilter::new(&ctx, len, spectrum, dims, dtype)?))
-            }
+            Convolution::Fft { len, spectrum } => Method::Fft(Box::new(FftFilter::new(
+                &ctx,
+                len,
+                spectrum,
+                [nviews, nu, nv],
+                dtype,
+            )?)),
             Convolution::Direct { taps } => {
                 if nu.div_ceil(TILE as usize) > 65535 {
                     return Err(too_big("the detector width"));

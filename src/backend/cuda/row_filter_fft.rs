@@ -17,7 +17,6 @@ use cudarc::driver::{CudaSlice, DeviceRepr, LaunchConfig, PushKernelArg};
 
 use super::context::{driver_err, DeviceCtx, Dtype, KernelSource};
 use super::fft::{RealFftRows, Scratch};
-use super::row_filter::RowDims;
 use super::tensor::DeviceTensor;
 use crate::{Error, Result, Scalar};
 
@@ -112,7 +111,8 @@ pub(crate) struct FftFilter {
 }
 
 impl FftFilter {
-    /// Plans the transforms of the padded length `len` for the rows of data of `dims` in
+    /// Plans the transforms of the padded length `len` for the rows of data of `nviews` views
+    /// of `nu × nv` pixels in
     /// `dtype`, uploads the frequency response `spectrum` (the bins `0 ..= len/2`, the `1/len`
     /// included) and allocates the scratch (at most [`SCRATCH_BYTES`]) and cuFFT's work area.
     /// The plans run on the stream of each call ([`DeviceCtx::stream`]).
@@ -120,14 +120,14 @@ impl FftFilter {
         ctx: &Arc<DeviceCtx>,
         len: usize,
         spectrum: &[f64],
-        dims: RowDims,
+        [nviews, nu, nv]: [usize; 3],
         dtype: Dtype,
     ) -> Result<Self> {
         let too_big =
             |what: &str| Error::Unsupported(format!("{what} exceeds the cuFFT filter's range"));
         let nc = len / 2 + 1;
         let ld = 2 * nc;
-        let nrows = dims.nviews * dims.nv;
+        let nrows = nviews * nv;
         let real = match dtype {
             Dtype::F32 => 4,
             Dtype::F64 => 8,
@@ -140,10 +140,9 @@ impl FftFilter {
             nrows: i64::try_from(nrows).map_err(|_| too_big("views × detector rows"))?,
             row0: 0,
             batch: batch as i64,
-            nviews: i64::try_from(dims.nviews.max(1))
-                .map_err(|_| too_big("the number of views"))?,
-            nu: as_i32(dims.nu, "the detector width")?,
-            nv: as_i32(dims.nv, "the detector height")?,
+            nviews: i64::try_from(nviews.max(1)).map_err(|_| too_big("the number of views"))?,
+            nu: as_i32(nu, "the detector width")?,
+            nv: as_i32(nv, "the detector height")?,
             len: as_i32(len, "the padded row length")?,
             nc: as_i32(nc, "the padded row length")?,
             ld: as_i32(ld, "the padded row length")?,
