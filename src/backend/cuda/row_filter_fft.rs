@@ -112,9 +112,8 @@ pub(crate) struct FftFilter {
 
 impl FftFilter {
     /// Plans the transforms of the padded length `len` for the rows of data of `nviews` views
-    /// of `nu × nv` pixels in
-    /// `dtype`, uploads the frequency response `spectrum` (the bins `0 ..= len/2`, the `1/len`
-    /// included) and allocates the scratch (at most [`SCRATCH_BYTES`]) and cuFFT's work area.
+    /// of `nu × nv` pixels in `dtype`, uploads the frequency response `spectrum` (the bins
+    /// `0 ..= len/2`, the `1/len` included) and allocates the scratch (at most [`SCRATCH_BYTES`]) and cuFFT's work area.
     /// The plans run on the stream of each call ([`DeviceCtx::stream`]).
     pub(crate) fn new(
         ctx: &Arc<DeviceCtx>,
