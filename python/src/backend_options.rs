@@ -36,3 +36,11 @@ pub(crate) fn options_dict<'py>(
     d.set_item("deterministic", o.cuda.deterministic)?;
     Ok(d)
 }
+
+/// A backend's name as the Python API spells it: `'cpu'` or `'cuda:N'`.
+pub(crate) fn backend_name(backend: &rodl::tomo::Backend) -> String {
+    match backend {
+        rodl::tomo::Backend::Cpu(_) => "cpu".to_string(),
+        rodl::tomo::Backend::Cuda(o) => format!("cuda:{}", o.device),
+    }
+}

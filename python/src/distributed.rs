@@ -355,10 +355,7 @@ impl PyDistributedRayTransform {
     /// This rank's backend: `'cpu'` or `'cuda:N'`.
     #[getter]
     fn backend(&self) -> String {
-        match &self.backend {
-            Backend::Cpu(_) => "cpu".to_string(),
-            Backend::Cuda(o) => format!("cuda:{}", o.device),
-        }
+        crate::backend_options::backend_name(&self.backend)
     }
 
     /// `'views'` or `'slabs'`.

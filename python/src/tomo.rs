@@ -137,10 +137,7 @@ impl PyRayTransform {
     /// The backend: `'cpu'` or `'cuda:N'`.
     #[getter]
     fn backend(&self) -> String {
-        match &self.backend {
-            Backend::Cpu(_) => "cpu".to_string(),
-            Backend::Cuda(o) => format!("cuda:{}", o.device),
-        }
+        crate::backend_options::backend_name(&self.backend)
     }
 
     /// Its backend's options, `{"threads", "memory_budget", "deterministic"}` (on the CPU
