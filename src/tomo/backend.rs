@@ -105,7 +105,7 @@ impl CudaOptions {
 
     /// The same options with host data cut into `slabs` even slabs (along the geometry's
     /// [`PieceLayout::slab_axis`]) × `view_groups` even groups of views, instead of the
-    /// planner's layout under the budget: for measuring a layout (`examples/pieces_profile.rs`)
+    /// planner's layout under the budget: for measuring a layout (`benches/pieces_profile.rs`)
     /// or pinning one. The budget still bounds the pieces (an
     /// [`Error::OutOfMemory`](crate::Error::OutOfMemory) at construction where one does not fit); counts beyond the
     /// cells or views are errors. A transform on device-resident data ignores it.

@@ -509,7 +509,7 @@ impl GpuPieces for PieceRunner {
 #[cfg(test)]
 mod tests {
     //! Pieces against the whole transform (needs a GPU). The timing of layouts is
-    //! `examples/pieces_profile.rs` (`CudaOptions::with_pieces`).
+    //! `benches/pieces_profile.rs` (`CudaOptions::with_pieces`).
     use super::*;
     use crate::tomo::Geometry;
     use crate::{uniform_discr, UniformPartition};

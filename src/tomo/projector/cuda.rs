@@ -167,7 +167,7 @@ const TENTHS: u128 = 10;
 /// and the volume once, except that with more than one slab the forward streams the volume once
 /// per view group, and with more than one view group the adjoint streams the data once per
 /// slab. Each piece adds [`PIECE_COST`]. H200, cone_1024 with slabs along axis 0
-/// (a profile of layouts, now `examples/pieces_profile.rs`): each slab added about 0.6 s forward and
+/// (a profile of layouts, now `benches/pieces_profile.rs`): each slab added about 0.6 s forward and
 /// 0.5 s adjoint, view groups nothing, and up to 110 GB streamed per forward stayed hidden
 /// behind the kernels.
 fn layout_cost(k: usize, m: usize, axis: usize, geom: &VecGeometry, grid: &Grid) -> u128 {

@@ -5,9 +5,8 @@
 //! reference (the kernels alone).
 //!
 //! ```text
-//! cargo build --release --features cuda --example pieces_profile
-//! target/release/examples/pieces_profile                 # cone_256 of the benches, 1x1 and 4x4
-//! target/release/examples/pieces_profile 512 1x1,9x11,4x24
+//! cargo bench --features cuda --bench pieces_profile                    # cone_256, 1x1 and 4x4
+//! cargo bench --features cuda --bench pieces_profile -- 512 1x1,9x11,4x24
 //! ```
 //!
 //! The cone problem of the benches at `n`: `n³` on `[-1, 1]³`, `n` views over a full turn, a
@@ -22,7 +21,8 @@ use rodl::tomo::{Backend, CudaOptions, Geometry, RayTransform};
 use rodl::{uniform_discr, Device, LinearOperator, Operator, UniformPartition};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let mut args = std::env::args().skip(1);
+    // `cargo bench` passes `--bench`; the rest are ours.
+    let mut args = std::env::args().skip(1).filter(|a| !a.starts_with("--"));
     let n: usize = args.next().map_or(Ok(256), |a| a.parse())?;
     let layouts = args.next().unwrap_or_else(|| "1x1,4x4".into());
     let part = |lo: &[f64], hi: &[f64], k: &[usize]| UniformPartition::new(lo, hi, k);
