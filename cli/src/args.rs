@@ -301,6 +301,16 @@ fn parse_size(text: &str) -> Result<usize, String> {
     crate::limits::whole_in(text, MIN_SIZE as u64, MAX_SIZE as u64).map(|n| n as usize)
 }
 
+/// `--memory BYTES`: a size with an optional suffix `K`, `M`, `G`, `T` (powers of 1024).
+fn parse_memory(text: &str) -> Result<u64, String> {
+    match rodl::memory::parse_bytes(text) {
+        Some(n) if n > 0 => Ok(n),
+        _ => Err(format!(
+            "expected a size in bytes > 0 such as 512M or 8G, got {text:?}"
+        )),
+    }
+}
+
 /// Arguments of `scan`.
 #[derive(Args, Debug)]
 pub struct ScanArgs {
@@ -411,6 +421,14 @@ pub struct ScanArgs {
     /// the matching slab of the volume.
     #[arg(long, value_name = "A:B")]
     pub rows: Option<crate::scan_options::RowRange>,
+    /// Parallel beam: the memory budget of the slab pipeline, e.g. `512M` or `8G` (default: the
+    /// available memory, or RODL_MEMORY_LIMIT): the rows are read, preprocessed,
+    /// reconstructed and written in slabs that fit in it.
+    #[arg(long, value_name = "BYTES", value_parser = parse_memory)]
+    pub memory: Option<u64>,
+    /// Parallel beam: at most N detector rows per slab (default: as many as --memory holds).
+    #[arg(long, value_name = "N", value_parser = crate::limits::parse_positive)]
+    pub slab_rows: Option<usize>,
     /// Also write the geometry used (rodl's geometry JSON, the centre as a detector shift), to
     /// rerun `rodl fbp` / `rodl reconstruct` on the data of --data-out.
     #[arg(long, value_name = "G.json")]

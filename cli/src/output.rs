@@ -346,6 +346,13 @@ impl Outputs {
         Ok(())
     }
 
+    /// The temporary file of the output `slot` (`None` for one written through), for the
+    /// other ranks of an MPI job that write into it in place.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub fn temp_path(&self, slot: Slot) -> Option<&Path> {
+        self.staged.get(slot.0)?.temp.as_deref()
+    }
+
     /// Writes `bytes` as the output `slot`.
     pub fn write_bytes(&mut self, slot: Slot, bytes: &[u8]) -> Result<(), Failure> {
         self.write(slot, |w| w.write_all(bytes).map_err(WriteError::Io))
