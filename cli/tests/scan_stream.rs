@@ -156,8 +156,19 @@ fn tiff_args(dir: &TempDir) -> Vec<String> {
     let mut a: Vec<String> = vec!["scan".into(), p("proj")];
     a.extend(
         [
-            "--flats", &p("flat.tif"), "--darks", &p("dark.tif"), "--angles", "0:180",
-            "--pixel-size", "1", "--zingers", "2000", "--stripes", "3", "-q",
+            "--flats",
+            &p("flat.tif"),
+            "--darks",
+            &p("dark.tif"),
+            "--angles",
+            "0:180",
+            "--pixel-size",
+            "1",
+            "--zingers",
+            "2000",
+            "--stripes",
+            "3",
+            "-q",
         ]
         .map(String::from),
     );
@@ -225,7 +236,10 @@ fn a_scan_over_the_memory_budget_streams_in_slabs_as_the_whole() {
     let dir = TempDir::new("stream");
     write_tiff_scan(&dir);
     let whole = dir.path("whole.npy");
-    let out = rodl_ok(&with(tiff_args(&dir), &["-v", "-o", whole.to_str().unwrap()]));
+    let out = rodl_ok(&with(
+        tiff_args(&dir),
+        &["-v", "-o", whole.to_str().unwrap()],
+    ));
     assert_eq!(slab_count(&out), 1, "{}", stderr(&out));
     let reference: ArrayD<f32> = read_npy(&whole).unwrap();
     let tol = 1e-5 * scale(&reference);
@@ -241,6 +255,10 @@ fn a_scan_over_the_memory_budget_streams_in_slabs_as_the_whole() {
     assert!(err.contains("overlap: slabs"), "{err}");
     let x: ArrayD<f32> = read_npy(&streamed).unwrap();
     let d = max_diff(&x, &reference);
+    eprintln!(
+        "npy by slabs: max difference {d:.2e} (scale {:.2e})",
+        scale(&reference)
+    );
     assert!(d <= tol, "npy by slabs differs by {d}");
 
     // A TIFF stack in uneven slabs (5, 5, 2 rows).
@@ -267,7 +285,10 @@ fn a_scan_over_the_memory_budget_streams_in_slabs_as_the_whole() {
             .read_dyn::<f32>()
             .unwrap();
         assert_eq!(zyx.shape(), &[NV, NU, NU]);
-        let x = zyx.permuted_axes(vec![2, 1, 0]).as_standard_layout().to_owned();
+        let x = zyx
+            .permuted_axes(vec![2, 1, 0])
+            .as_standard_layout()
+            .to_owned();
         let d = max_diff(&x, &reference);
         assert!(d <= tol, "HDF5 by slabs differs by {d}");
     }
@@ -297,7 +318,11 @@ fn a_failure_in_a_later_slab_leaves_no_output() {
         for row in 0..NV {
             for u in 0..NU {
                 let t = ((c[[a, u, NV - 1 - row]] - DARK) / I0) as f32;
-                px.push(if a == 7 && row == 0 && u == 3 { f32::INFINITY } else { t });
+                px.push(if a == 7 && row == 0 && u == 3 {
+                    f32::INFINITY
+                } else {
+                    t
+                });
             }
         }
         enc.write_image::<colortype::Gray32Float>(NU as u32, NV as u32, &px)
@@ -309,15 +334,33 @@ fn a_failure_in_a_later_slab_leaves_no_output() {
             continue;
         }
         let o = rodl(&[
-            "scan", &p("proj"), "--flat-field", "false", "--angles", "0:180", "--pixel-size",
-            "1", "--centre", "off", "--slab-rows", "4", "-q", "-o", &p(out),
+            "scan",
+            &p("proj"),
+            "--flat-field",
+            "false",
+            "--angles",
+            "0:180",
+            "--pixel-size",
+            "1",
+            "--centre",
+            "off",
+            "--slab-rows",
+            "4",
+            "-q",
+            "-o",
+            &p(out),
         ]);
         assert!(!o.status.success(), "{out}");
         let err = stderr(&o);
-        assert!(err.contains("not finite") && err.contains("rows 8..12"), "{err}");
+        assert!(
+            err.contains("not finite") && err.contains("rows 8..12"),
+            "{err}"
+        );
         let left: Vec<String> = dir.listing().into_iter().filter(|n| n != "proj").collect();
         if out == "stack" {
-            let files = std::fs::read_dir(dir.path("stack")).map(|d| d.count()).unwrap_or(0);
+            let files = std::fs::read_dir(dir.path("stack"))
+                .map(|d| d.count())
+                .unwrap_or(0);
             assert_eq!(files, 0, "the stack kept files");
             let _ = std::fs::remove_dir(dir.path("stack"));
         } else {
@@ -386,7 +429,9 @@ fn mpirun_scan_equals_one_process() {
                     .unwrap()
                     .read_dyn::<f32>()
                     .unwrap();
-                zyx.permuted_axes(vec![2, 1, 0]).as_standard_layout().to_owned()
+                zyx.permuted_axes(vec![2, 1, 0])
+                    .as_standard_layout()
+                    .to_owned()
             }
             #[cfg(not(feature = "hdf5"))]
             unreachable!()
@@ -394,6 +439,10 @@ fn mpirun_scan_equals_one_process() {
             read_stack(&target)
         };
         let d = max_diff(&x, &reference);
+        eprintln!(
+            "-np {ranks} {out}: max difference {d:.2e} (scale {:.2e})",
+            scale(&reference)
+        );
         assert!(d <= tol, "-np {ranks} {out}: differs by {d}");
         let temps: Vec<String> = dir
             .listing()
@@ -408,7 +457,15 @@ fn mpirun_scan_equals_one_process() {
         let nx = nx.to_string_lossy().into_owned();
         let base = |out: &str| -> Vec<String> {
             [
-                "scan", &nx, "--zingers", "2000", "--stripes", "3", "-q", "-o", out,
+                "scan",
+                &nx,
+                "--zingers",
+                "2000",
+                "--stripes",
+                "3",
+                "-q",
+                "-o",
+                out,
             ]
             .map(String::from)
             .to_vec()
@@ -422,6 +479,7 @@ fn mpirun_scan_equals_one_process() {
             assert_eq!(code, Some(0), "NXtomo -np {ranks}: {err}");
             let x: ArrayD<f32> = read_npy(&target).unwrap();
             let d = max_diff(&x, &reference);
+            eprintln!("NXtomo -np {ranks}: max difference {d:.2e}");
             assert!(d <= tol, "NXtomo -np {ranks}: differs by {d}");
         }
     }
@@ -431,8 +489,16 @@ fn mpirun_scan_equals_one_process() {
     let target = dir.path("cone.npy");
     let args = with(
         tiff_args(&dir),
-        &["--beam", "cone", "--source-distance", "100", "--detector-distance", "10", "-o",
-          target.to_str().unwrap()],
+        &[
+            "--beam",
+            "cone",
+            "--source-distance",
+            "100",
+            "--detector-distance",
+            "10",
+            "-o",
+            target.to_str().unwrap(),
+        ],
     );
     let (code, err) = mpirun(2, &args);
     assert_ne!(code, Some(0));

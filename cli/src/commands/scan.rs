@@ -798,10 +798,11 @@ fn by_slabs(
             settings.is_some(),
             budget,
         )?;
-        let mut per = fit.min(rows.len()).min(rows.len().div_ceil(size));
-        if let Some(r) = args.slab_rows {
-            per = per.min(r);
-        }
+        // At most --slab-rows, else at least one slab per rank.
+        let per = fit.min(rows.len()).min(match args.slab_rows {
+            Some(r) => r,
+            None => rows.len().div_ceil(size),
+        });
         let exact = settings.is_none_or(|s| s.algorithm == crate::algorithm::Algorithm::Sirt);
         if !exact && per < rows.len() {
             return Err(Failure::new(format!(
