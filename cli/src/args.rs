@@ -209,7 +209,8 @@ pub struct FbpArgs {
     pub image: ImageArgs,
     /// Under `mpirun -np N` (built with the feature `mpi`): `views` splits the views over the
     /// ranks (each reads and filters only its views; the back-projections are summed, rank 0
-    /// writes).
+    /// writes); `slabs` (parallel beam) gives each rank a slab of the volume along z, which it
+    /// reconstructs from the detector rows its rays reach alone (rank 0 writes).
     #[cfg(feature = "mpi")]
     #[arg(long, value_enum, value_name = "PARTITION")]
     pub partition: Option<PartitionArg>,
