@@ -7,8 +7,9 @@
 //! TIFF: each page decoded and its rows kept), preprocessed (zingers with a halo of the rows
 //! their window reaches, the flat field, −log and the stripes, all per row), reconstructed and
 //! written into its place in the output. The slab's size is the largest that the memory
-//! budget holds with the pipeline's buffers ([`rows_per_slab`]); `--slab-rows` asks for
-//! smaller ones.
+//! budget holds with the pipeline's buffers ([`rows_per_slab`]), and at most an
+//! [`PIPELINE_SLABS`]-th of the rows (per rank) while slabs keep [`MIN_SLAB_BYTES`] of raw
+//! rows, so that the stages overlap; `--slab-rows` sets it.
 //!
 //! Three threads overlap the stages: a reader reads slab `k + 1` while the compute thread
 //! preprocesses and reconstructs slab `k` and the main thread writes slab `k − 1`, linked by
@@ -52,6 +53,14 @@ use crate::Failure;
 
 /// The rows the centre of rotation is found from: the central ones of those asked for.
 pub const CENTRE_ROWS: usize = 32;
+
+/// The slabs per rank that a scan is cut into by default, so that reading, computing and
+/// writing overlap (fewer when slabs would hold less than [`MIN_SLAB_BYTES`]; more when the
+/// memory budget needs them).
+pub const PIPELINE_SLABS: usize = 8;
+
+/// The least raw bytes of a slab cut for the pipeline's sake (smaller scans are one slab).
+pub const MIN_SLAB_BYTES: usize = 16 << 20;
 
 /// The most bytes of one read of a slab's rows (a run of views).
 const READ_CHUNK_BYTES: usize = 64 << 20;

@@ -46,18 +46,41 @@ pub trait FrameStack {
         &mut self,
         first: usize,
         rows: Range<usize>,
-        mut out: ArrayViewMut3<'_, f32>,
+        out: ArrayViewMut3<'_, f32>,
     ) -> Result<()> {
-        let [nu, nv] = self.frame_shape();
-        check_rows(self.source(), nv, &rows, [nu, rows.len()], &out)?;
-        check_host_array(&[1, nu, nv], std::mem::size_of::<f32>())?;
-        let mut frame = Array3::<f32>::zeros([1, nu, nv]);
-        for (j, mut o) in out.axis_iter_mut(Axis(0)).enumerate() {
-            self.read_into(first + j, frame.view_mut())?;
-            o.assign(&frame.slice(s![0, .., rows.clone()]));
-        }
-        Ok(())
+        read_rows_by_frames(self, first, rows, out)
     }
+}
+
+/// [`FrameStack::read_rows_into`] by whole frames: one frame at a time read and its rows kept.
+pub(crate) fn read_rows_by_frames<S: FrameStack + ?Sized>(
+    stack: &mut S,
+    first: usize,
+    rows: Range<usize>,
+    mut out: ArrayViewMut3<'_, f32>,
+) -> Result<()> {
+    let [nu, nv] = stack.frame_shape();
+    check_rows(stack.source(), nv, &rows, [nu, rows.len()], &out)?;
+    check_host_array(&[1, nu, nv], std::mem::size_of::<f32>())?;
+    let mut frame = Array3::<f32>::zeros([1, nu, nv]);
+    for (j, mut o) in out.axis_iter_mut(Axis(0)).enumerate() {
+        stack.read_into(first + j, frame.view_mut())?;
+        o.assign(&frame.slice(s![0, .., rows.clone()]));
+    }
+    Ok(())
+}
+
+/// Errors unless the frames `first .. first + k` exist.
+pub(crate) fn check_read_count(stack: &dyn FrameStack, first: usize, k: usize) -> Result<()> {
+    if first.checked_add(k).is_none_or(|end| end > stack.len()) {
+        return Err(Error::invalid(format!(
+            "frames {first}..{} of {}: it has {} frames",
+            first.saturating_add(k),
+            stack.source().display(),
+            stack.len()
+        )));
+    }
+    Ok(())
 }
 
 /// Errors unless `rows` lie in `0..nv` and `out` is `[k, shape[0], shape[1]]`.

@@ -798,10 +798,18 @@ fn by_slabs(
             settings.is_some(),
             budget,
         )?;
-        // At most --slab-rows, else at least one slab per rank.
+        // At most --slab-rows; else at least one slab per rank and, for the pipeline to
+        // overlap, a few slabs per rank of at least a few MiB of raw rows each.
         let per = fit.min(rows.len()).min(match args.slab_rows {
             Some(r) => r,
-            None => rows.len().div_ceil(size),
+            None => {
+                let row_bytes = (n * nu * 4).max(1);
+                let pipelined = rows
+                    .len()
+                    .div_ceil(crate::scan_slabs::PIPELINE_SLABS * size)
+                    .max(crate::scan_slabs::MIN_SLAB_BYTES.div_ceil(row_bytes));
+                rows.len().div_ceil(size).min(pipelined)
+            }
         });
         let exact = settings.is_none_or(|s| s.algorithm == crate::algorithm::Algorithm::Sirt);
         if !exact && per < rows.len() {
