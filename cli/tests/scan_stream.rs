@@ -101,7 +101,7 @@ fn write_tiff_scan(dir: &TempDir) {
 }
 
 /// The same scan as an NXtomo file written by h5py (`None` without python3's h5py).
-#[cfg_attr(not(feature = "hdf5"), allow(dead_code))]
+#[cfg_attr(not(all(feature = "hdf5", feature = "mpi")), allow(dead_code))]
 fn write_nxtomo(dir: &TempDir) -> Option<std::path::PathBuf> {
     let c = counts();
     // [frame, image row, column] as the file stores it.
