@@ -609,6 +609,7 @@ fn write_h5(
 fn run_mpi(args: &ScanArgs) -> Result<(), Failure> {
     use std::sync::Arc;
     let world = Arc::new(rodl::distributed::MpiComm::world()?);
+    let local_rank = world.local_rank();
     let across = Across::from_arc(world);
     let rank = across.rank();
     let opened = crate::scan_slabs::agree(
@@ -617,7 +618,12 @@ fn run_mpi(args: &ScanArgs) -> Result<(), Failure> {
             let settings = settings(args)?;
             let filter = parse_filter(args)?;
             let format = output_format(args)?;
-            let compute = Compute::from_args(&args.compute)?;
+            // `--device cuda` without a number: one GPU per rank of a node.
+            let mut device = args.compute.clone();
+            if matches!(device.device.trim(), "cuda" | "gpu") {
+                device.device = format!("cuda:{local_rank}");
+            }
+            let compute = Compute::from_args(&device)?;
             let stages = Stages::new(compute.device);
             let input = scan_input::open(args)?;
             let rows = rows_asked(args, input.info.detector_shape[1])?;
