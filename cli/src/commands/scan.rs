@@ -206,7 +206,7 @@ pub fn run(args: &ScanArgs) -> Result<(), Failure> {
         geometry: geometry_slot,
         data: data_slot,
     } = prepared;
-    check_memory(n, nu, rows.len(), settings.is_some(), why)?;
+    check_memory(n, nu, rows.len(), settings.is_some(), args.memory, why)?;
     if args.verbose {
         crate::term::note(&format!(
             "rodl: scan {} ({}): {n} projections of {nu} × {nv} pixels (u × v), {} flats, {} \
@@ -382,13 +382,14 @@ fn settings(args: &ScanArgs) -> Result<Option<Settings>, Failure> {
     Ok(Some(settings))
 }
 
-/// Errors unless the preprocessed rows and the volume fit in the host-memory limit; `why`
-/// says why they are reconstructed whole.
+/// Errors unless the preprocessed rows and the volume fit in the host-memory limit (and
+/// `--memory`); `why` says why they are reconstructed whole.
 fn check_memory(
     n: usize,
     nu: usize,
     rows: usize,
     iterative: bool,
+    memory: Option<u64>,
     why: &str,
 ) -> Result<(), Failure> {
     let data = (n as u128) * (nu as u128) * (rows as u128) * 4;
@@ -400,7 +401,7 @@ fn check_memory(
     } else {
         2 * data + 2 * volume
     };
-    let limit = host_memory_limit() as u128;
+    let limit = memory.unwrap_or(u64::MAX).min(host_memory_limit()) as u128;
     if need > limit {
         let per_row = need / rows.max(1) as u128;
         let fit = (limit / per_row.max(1)).max(1);
@@ -409,7 +410,11 @@ fn check_memory(
              of {} ({}); {why}: reconstruct at most {fit} rows at a time with --rows A:B",
             format_bytes(need),
             format_bytes(limit),
-            rodl::memory::MEMORY_LIMIT_ENV
+            if memory.is_some_and(|m| (m as u128) == limit) {
+                "--memory".to_string()
+            } else {
+                rodl::memory::MEMORY_LIMIT_ENV.to_string()
+            }
         )));
     }
     Ok(())
