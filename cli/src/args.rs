@@ -422,9 +422,10 @@ pub struct ScanArgs {
     /// the matching slab of the volume.
     #[arg(long, value_name = "A:B")]
     pub rows: Option<crate::scan_options::RowRange>,
-    /// Parallel beam: the memory budget of the slab pipeline, e.g. `512M` or `8G` (default: the
-    /// available memory, or RODL_MEMORY_LIMIT): the rows are read, preprocessed,
-    /// reconstructed and written in slabs that fit in it.
+    /// The memory budget, e.g. `512M` or `8G` (default: the available memory, or
+    /// RODL_MEMORY_LIMIT): a parallel beam's rows are read, preprocessed, reconstructed and
+    /// written in slabs that fit in it; what is reconstructed whole (a cone beam, --paganin,
+    /// --data-out) must fit in it.
     #[arg(long, value_name = "BYTES", value_parser = parse_memory)]
     pub memory: Option<u64>,
     /// Parallel beam: at most N detector rows per slab (default: as many as --memory holds).

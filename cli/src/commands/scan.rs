@@ -206,6 +206,9 @@ pub fn run(args: &ScanArgs) -> Result<(), Failure> {
         geometry: geometry_slot,
         data: data_slot,
     } = prepared;
+    if args.slab_rows.is_some() {
+        return Err(Failure::usage(format!("--slab-rows: {why}")));
+    }
     check_memory(n, nu, rows.len(), settings.is_some(), args.memory, why)?;
     if args.verbose {
         crate::term::note(&format!(
