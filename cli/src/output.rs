@@ -78,6 +78,12 @@ pub fn created_folder(path: &Path) {
     temporaries().push(path.to_path_buf());
 }
 
+/// Registers a temporary file that a library writer created (a slice of a TIFF stack or an
+/// HDF5 volume written by slabs), so that a signal removes it.
+pub fn created_temporary(path: &Path) {
+    temporaries().push(path.to_path_buf());
+}
+
 /// Forgets a folder registered with [`created_folder`].
 pub fn forget_folder(path: &Path) {
     forget(path);

@@ -325,7 +325,15 @@ impl Sink<'_> {
                 Ok(())
             }
             Sink::Tiff(w) => match slab {
-                Some((z0, x)) => Ok(w.write_slices(z0, x.view())?),
+                Some((z0, x)) => {
+                    let before = w.written();
+                    let written = w.write_slices(z0, x.view());
+                    // A signal removes them (see `crate::output::install_signal_cleanup`).
+                    for path in &w.temporary_files()[before..] {
+                        crate::output::created_temporary(path);
+                    }
+                    Ok(written?)
+                }
                 None => Ok(()),
             },
             #[cfg(feature = "hdf5")]

@@ -342,6 +342,12 @@ impl TiffStackWriter {
         Ok(())
     }
 
+    /// The temporary files of the slices written so far, in order (for a caller that removes
+    /// them on a signal).
+    pub fn temporary_files(&self) -> Vec<&Path> {
+        self.done.iter().map(|(t, _)| t.path()).collect()
+    }
+
     /// The number of slices written so far.
     pub fn written(&self) -> usize {
         self.done.len()

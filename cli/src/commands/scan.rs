@@ -1064,7 +1064,12 @@ fn h5_by_slabs(
     } else {
         Ok(None)
     };
-    let mut sink = Sink::H5(agree(across, created)?);
+    let created = agree(across, created)?;
+    if let Some(w) = &created {
+        // A signal removes it (see `crate::output::install_signal_cleanup`).
+        crate::output::created_temporary(w.temporary_file());
+    }
+    let mut sink = Sink::H5(created);
     let times = crate::scan_slabs::run(across, work, stack, prep, method, &mut sink)?;
     let Sink::H5(writer) = sink else {
         return Err(Failure::new("internal error: the HDF5 writer"));

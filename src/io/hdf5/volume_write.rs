@@ -237,6 +237,11 @@ impl Hdf5VolumeWriter {
         Ok(())
     }
 
+    /// The temporary file (for a caller that removes it on a signal).
+    pub fn temporary_file(&self) -> &Path {
+        self.temp.path()
+    }
+
     /// Closes the file, makes it durable and renames it onto the target; errors unless every
     /// slice was written.
     pub fn commit(self) -> Result<()> {
