@@ -37,7 +37,7 @@ pub fn host_memory_limit() -> u64 {
 }
 
 /// Parses `123`, `64K`, `512M`, `2G`, `1T` (optionally followed by `B` or `iB`).
-fn parse_bytes(text: &str) -> Option<u64> {
+pub fn parse_bytes(text: &str) -> Option<u64> {
     let t = text.trim().to_ascii_uppercase();
     let t = t
         .strip_suffix("IB")

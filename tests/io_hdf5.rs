@@ -13,8 +13,8 @@ use std::str::FromStr;
 use hdf5::types::{FixedAscii, VarLenUnicode};
 use ndarray::{Array1, Array3};
 use rodl::io::{
-    for_each_chunk, read_all_frames, BeamChoice, DxFile, LengthUnit, NxTomoFile, ScanFormat,
-    ScanGeometryOptions,
+    for_each_chunk, read_all_frames, BeamChoice, DxFile, FrameStack, LengthUnit, NxTomoFile,
+    ScanFormat, ScanGeometryOptions,
 };
 use rodl::preprocess::FlatField;
 use rodl::tomo::GeometryKind;
@@ -548,4 +548,33 @@ fn element_types_rodl_cannot_read_are_refused_naming_the_file_and_the_path() {
     );
     let m = dx("string_white.h5");
     assert!(m.contains("`/exchange/data_white`: holds strings"), "{m}");
+}
+
+/// `read_rows_into` reads a slab of rows by hyperslabs: the rows of the whole frames, for
+/// NXtomo (projections among flats and darks) and DXchange files.
+#[test]
+fn rows_of_frames_read_by_hyperslabs_equal_the_whole_frames() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    Nx::good().write(&dir.path().join("nxtomo.nx"));
+    write_dx(&dir.path().join("dxchange.h5"), 12, ROWS);
+    let mut stacks: Vec<Box<dyn FrameStack>> = vec![
+        Box::new(NxTomoFile::open(dir.path().join("nxtomo.nx")).unwrap()),
+        Box::new(DxFile::open(dir.path().join("dxchange.h5")).unwrap()),
+    ];
+    for stack in &mut stacks {
+        let n = stack.len();
+        let whole = read_all_frames(stack.as_mut()).unwrap();
+        for rows in [0..ROWS, 1..4, 4..5, 0..1, 3..3] {
+            let mut out = Array3::<f32>::zeros([n - 1, COLS, rows.len()]);
+            stack
+                .read_rows_into(1, rows.clone(), out.view_mut())
+                .unwrap();
+            let want = whole.slice(ndarray::s![1.., .., rows.clone()]);
+            assert_eq!(out, want, "{} rows {rows:?}", stack.source().display());
+        }
+        let mut out = Array3::<f32>::zeros([1, COLS, 2]);
+        assert!(stack.read_rows_into(0, 4..6, out.view_mut()).is_err());
+        assert!(stack.read_rows_into(n, 0..2, out.view_mut()).is_err());
+    }
 }

@@ -469,3 +469,63 @@ fn a_tiff_scan_gives_a_geometry_only_with_the_sizes_it_lacks() {
     assert!(text.contains("\"det_offset\""), "{text}");
     let _ = File::create(dir.path().join("x")).and_then(|mut f| f.write_all(b""));
 }
+
+/// `read_rows_into` reads the rows of uncompressed pages from their strips alone and decodes
+/// compressed pages whole: both give the rows of `read_into`, in several strip layouts.
+#[test]
+fn rows_of_frames_read_alone_equal_the_whole_frames() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, how: usize| {
+        let path = dir.path().join(name);
+        let mut f = File::create(&path).unwrap();
+        let mut enc = match how {
+            2 => TiffEncoder::new(&mut f)
+                .unwrap()
+                .with_compression(tiff::encoder::Compression::Packbits),
+            _ => TiffEncoder::new(&mut f).unwrap(),
+        };
+        for k in 0..3 {
+            match how {
+                0 => {
+                    let px = image(|r, c| u16_value(k, r, c) as u16);
+                    let mut page = enc
+                        .new_image::<colortype::Gray16>(COLS as u32, ROWS as u32)
+                        .unwrap();
+                    page.rows_per_strip(2).unwrap();
+                    page.write_data(&px).unwrap();
+                }
+                1 => enc
+                    .write_image::<colortype::Gray32Float>(
+                        COLS as u32,
+                        ROWS as u32,
+                        &image(|r, c| f32_value(k, r, c)),
+                    )
+                    .unwrap(),
+                _ => enc
+                    .write_image::<colortype::Gray16>(
+                        COLS as u32,
+                        ROWS as u32,
+                        &image(|r, c| u16_value(k, r, c) as u16),
+                    )
+                    .unwrap(),
+            }
+        }
+        path
+    };
+    for (name, how) in [("strips.tif", 0), ("f32.tif", 1), ("packbits.tif", 2)] {
+        let path = write(name, how);
+        let mut stack = TiffStack::open(&path).unwrap();
+        let whole = read_all_frames(&mut stack).unwrap();
+        for rows in [0..ROWS, 1..4, 4..5, 0..1, 2..2] {
+            let mut out = Array3::<f32>::zeros([2, COLS, rows.len()]);
+            stack
+                .read_rows_into(1, rows.clone(), out.view_mut())
+                .unwrap();
+            let want = whole.slice(ndarray::s![1..3, .., rows.clone()]);
+            assert_eq!(out, want, "{name} rows {rows:?}");
+        }
+        let mut out = Array3::<f32>::zeros([1, COLS, 2]);
+        assert!(stack.read_rows_into(0, 4..6, out.view_mut()).is_err());
+        assert!(stack.read_rows_into(3, 0..2, out.view_mut()).is_err());
+    }
+}

@@ -2,16 +2,24 @@
 //! `SIZE × ROWS` detector pixels and `VIEWS` projections (balls in closed form, 16-bit counts,
 //! 10 flats and 5 darks) written as 16-bit TIFF frames and, in builds with the feature `hdf5`,
 //! as an NXtomo file, then reconstructed by the tool (zingers, flat field, −log, stripes, the
-//! centre, FBP) into a 16-bit TIFF stack. Prints each stage's time and share of the total
-//! (from `rodl scan -v`), and the time this machine takes to read the input files and to
-//! write a file of the volume's size, for the target "wall time ≤ 1.2 × max(read + write,
-//! preprocess + reconstruct)".
+//! centre, FBP) into a float32 TIFF stack (`--tiff-depth uint16`: 16 bit, which needs the
+//! whole volume before its first slice and so is not streamed). Prints each stage's time
+//! (from `rodl scan -v`: summed over the slabs, which overlap in time), the slab pipeline's
+//! overlap — its wall time against read + write and preprocess + reconstruct, and the ratio
+//! to the larger — and the time this machine takes to read the input files and to write a file
+//! of the volume's size, for the target "wall time ≤ 1.2 × max(read + write, preprocess +
+//! reconstruct)".
 //!
 //! ```text
 //! cargo build --release -p rodl-cli [--features hdf5,cuda]
 //! cargo run --release -p rodl-cli [--features hdf5] --example scan_timing -- \
-//!     [--size 1024] [--rows 1024] [--views 900] [--device cuda:0] [--dir DIR] [--rodl PATH]
+//!     [--size 1024] [--rows 1024] [--views 900] [--device cuda:0] [--dir DIR] [--rodl PATH] \
+//!     [--slab-rows N] [--memory BYTES] [--tiff-depth float32|uint16]
 //! ```
+//!
+//! `--slab-rows` and `--memory` go to `rodl scan` (the slab size; default: as many rows as the
+//! memory holds, so a scan that fits is one slab and nothing overlaps: give `--slab-rows` to
+//! see the pipeline).
 //!
 //! Defaults: 256 × 256 pixels, 225 views, the CPU, a temporary folder under the system's, and
 //! the `rodl` binary next to the example's (target/release/rodl). The scan files are kept in
@@ -33,6 +41,9 @@ struct Options {
     device: String,
     dir: Option<PathBuf>,
     rodl: PathBuf,
+    slab_rows: Option<String>,
+    memory: Option<String>,
+    tiff_depth: String,
 }
 
 fn options() -> Options {
@@ -46,6 +57,9 @@ fn options() -> Options {
             .ok()
             .and_then(|p| Some(p.parent()?.parent()?.join("rodl")))
             .unwrap_or_else(|| PathBuf::from("rodl")),
+        slab_rows: None,
+        memory: None,
+        tiff_depth: "float32".into(),
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -57,6 +71,9 @@ fn options() -> Options {
             "--device" => o.device = value(),
             "--dir" => o.dir = Some(PathBuf::from(value())),
             "--rodl" => o.rodl = PathBuf::from(value()),
+            "--slab-rows" => o.slab_rows = Some(value()),
+            "--memory" => o.memory = Some(value()),
+            "--tiff-depth" => o.tiff_depth = value(),
             other => panic!("unknown option {other} (see the example's docs)"),
         }
     }
@@ -252,7 +269,8 @@ fn run(o: &Options, name: &str, input: &Path, extra: &[String], dir: &Path) {
     let t = Instant::now();
     let bytes_in: u64 = inputs.iter().map(|p| read_all(p)).sum();
     let read_s = t.elapsed().as_secs_f64();
-    let volume = (o.size * o.size * o.rows * 2) as u64;
+    let bytes_per_voxel = if o.tiff_depth == "uint16" { 2 } else { 4 };
+    let volume = (o.size * o.size * o.rows * bytes_per_voxel) as u64;
     let t = Instant::now();
     {
         let probe = dir.join("write_probe.bin");
@@ -269,12 +287,19 @@ fn run(o: &Options, name: &str, input: &Path, extra: &[String], dir: &Path) {
         std::fs::remove_file(probe).unwrap();
     }
     let write_s = t.elapsed().as_secs_f64();
+    let mut pipeline: Vec<String> = Vec::new();
+    for (k, v) in [("--slab-rows", &o.slab_rows), ("--memory", &o.memory)] {
+        if let Some(v) = v {
+            pipeline.extend([k.to_string(), v.clone()]);
+        }
+    }
     let t = Instant::now();
     let res = Command::new(&o.rodl)
         .arg("scan")
         .arg(input)
         .args(extra)
-        .args(["--tiff-depth", "uint16", "--stripes", "5", "-q", "-v"])
+        .args(&pipeline)
+        .args(["--tiff-depth", &o.tiff_depth, "--stripes", "5", "-q", "-v"])
         .args(["--device", &o.device, "-o"])
         .arg(&out)
         .output()
@@ -283,6 +308,21 @@ fn run(o: &Options, name: &str, input: &Path, extra: &[String], dir: &Path) {
     let err = String::from_utf8_lossy(&res.stderr);
     assert!(res.status.success(), "rodl scan failed: {err}");
     let line = err.lines().rfind(|l| l.contains("(total ")).unwrap_or("");
+    let slabs = err
+        .lines()
+        .find(|l| l.contains(" slabs of at most "))
+        .map(|l| l.trim_start_matches("rodl: ").to_string())
+        .unwrap_or_else(|| "in memory (not by slabs)".into());
+    // "rodl: overlap: slabs W s wall, read + write IO s, preprocess + reconstruct WK s: …"
+    let overlap: Vec<f64> = err
+        .lines()
+        .find(|l| l.contains("overlap: slabs"))
+        .map(|l| {
+            l.split_whitespace()
+                .filter_map(|w| w.parse::<f64>().ok())
+                .collect()
+        })
+        .unwrap_or_default();
     let stages: Vec<(String, f64)> = line
         .rsplit_once(": ")
         .map(|(_, s)| s)
@@ -306,8 +346,17 @@ fn run(o: &Options, name: &str, input: &Path, extra: &[String], dir: &Path) {
         "{name}: {} views of {} × {} → {} × {} × {} on {}: wall {wall:.2} s",
         o.views, o.size, o.rows, o.size, o.size, o.rows, o.device
     );
+    println!("  {slabs}");
     for (n, s) in &stages {
         println!("  {n:<11} {s:8.3} s  {:5.1} %", 100.0 * s / wall);
+    }
+    if let [pipe, io, work, ..] = overlap[..] {
+        println!(
+            "  overlap: the pipeline's wall {pipe:.3} s, read + write {io:.3} s, preprocess + \
+             reconstruct {work:.3} s: {:.2} × the larger (no overlap: {:.2} ×)",
+            pipe / io.max(work).max(1e-9),
+            (io + work) / io.max(work).max(1e-9)
+        );
     }
     let io = get("read") + get("write");
     let work = get("preprocess") + get("set-up") + get("compute");

@@ -209,7 +209,8 @@ pub struct FbpArgs {
     pub image: ImageArgs,
     /// Under `mpirun -np N` (built with the feature `mpi`): `views` splits the views over the
     /// ranks (each reads and filters only its views; the back-projections are summed, rank 0
-    /// writes).
+    /// writes); `slabs` (parallel beam) gives each rank a slab of the volume along z, which it
+    /// reconstructs from the detector rows its rays reach alone (rank 0 writes).
     #[cfg(feature = "mpi")]
     #[arg(long, value_enum, value_name = "PARTITION")]
     pub partition: Option<PartitionArg>,
@@ -299,6 +300,16 @@ pub const MAX_SIZE: usize = 4096;
 /// `demo --size N`: the demo's documented range.
 fn parse_size(text: &str) -> Result<usize, String> {
     crate::limits::whole_in(text, MIN_SIZE as u64, MAX_SIZE as u64).map(|n| n as usize)
+}
+
+/// `--memory BYTES`: a size with an optional suffix `K`, `M`, `G`, `T` (powers of 1024).
+fn parse_memory(text: &str) -> Result<u64, String> {
+    match rodl::memory::parse_bytes(text) {
+        Some(n) if n > 0 => Ok(n),
+        _ => Err(format!(
+            "expected a size in bytes > 0 such as 512M or 8G, got {text:?}"
+        )),
+    }
 }
 
 /// Arguments of `scan`.
@@ -411,6 +422,15 @@ pub struct ScanArgs {
     /// the matching slab of the volume.
     #[arg(long, value_name = "A:B")]
     pub rows: Option<crate::scan_options::RowRange>,
+    /// The memory budget, e.g. `512M` or `8G` (default: the available memory, or
+    /// RODL_MEMORY_LIMIT): a parallel beam's rows are read, preprocessed, reconstructed and
+    /// written in slabs that fit in it; what is reconstructed whole (a cone beam, --paganin,
+    /// --data-out) must fit in it.
+    #[arg(long, value_name = "BYTES", value_parser = parse_memory)]
+    pub memory: Option<u64>,
+    /// Parallel beam: at most N detector rows per slab (default: as many as --memory holds).
+    #[arg(long, value_name = "N", value_parser = crate::limits::parse_positive)]
+    pub slab_rows: Option<usize>,
     /// Also write the geometry used (rodl's geometry JSON, the centre as a detector shift), to
     /// rerun `rodl fbp` / `rodl reconstruct` on the data of --data-out.
     #[arg(long, value_name = "G.json")]

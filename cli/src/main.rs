@@ -31,6 +31,7 @@ mod out_of_core;
 mod output;
 mod scan_input;
 mod scan_options;
+mod scan_slabs;
 mod scan_steps;
 mod stages;
 mod term;

@@ -78,6 +78,12 @@ pub fn created_folder(path: &Path) {
     temporaries().push(path.to_path_buf());
 }
 
+/// Registers a temporary file that a library writer created (a slice of a TIFF stack or an
+/// HDF5 volume written by slabs), so that a signal removes it.
+pub fn created_temporary(path: &Path) {
+    temporaries().push(path.to_path_buf());
+}
+
 /// Forgets a folder registered with [`created_folder`].
 pub fn forget_folder(path: &Path) {
     forget(path);
@@ -344,6 +350,13 @@ impl Outputs {
         file.sync_all().map_err(|e| fail_io(&e))?;
         staged.written = true;
         Ok(())
+    }
+
+    /// The temporary file of the output `slot` (`None` for one written through), for the
+    /// other ranks of an MPI job that write into it in place.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub fn temp_path(&self, slot: Slot) -> Option<&Path> {
+        self.staged.get(slot.0)?.temp.as_deref()
     }
 
     /// Writes `bytes` as the output `slot`.

@@ -18,7 +18,7 @@ pub struct ScanInput {
     /// The dark fields.
     pub darks: Frames,
     /// The projections, read in chunks of views.
-    pub projections: Box<dyn FrameStack>,
+    pub projections: Box<dyn FrameStack + Send>,
     /// The format's name, for `--verbose`.
     pub format: &'static str,
 }

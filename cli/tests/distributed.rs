@@ -197,7 +197,54 @@ fn ranks_filter_and_back_project_their_views() {
     );
     assert_ne!(code, Some(0));
     assert!(
-        err.contains("rank 0: --partition: fbp is distributed by views only"),
+        err.contains("rank 0: --partition slabs") && err.contains("use --partition views"),
         "{err}"
     );
+}
+
+/// A parallel beam whose detector rows are finer than the volume's slices and reach beyond
+/// them.
+const PARALLEL: &str = r#"{"volume": {"min_pt": [-1, -1, -1], "max_pt": [1, 1, 1], "shape": [12, 12, 10]},
+ "geometry": {"kind": "parallel3d", "angles": {"min": 0, "max": 3.141592653589793, "count": 20},
+   "detector": {"min": [-2, -1.6], "max": [2, 1.6], "shape": [18, 14]}}}"#;
+
+#[test]
+fn ranks_filter_and_back_project_their_slabs() {
+    let dir = TempDir::new("mpi-fbp-slabs");
+    let g = dir.path("g.json");
+    std::fs::write(&g, PARALLEL).unwrap();
+    let path = |n: &str| dir.path(n).to_string_lossy().into_owned();
+    let (g, x, y, reference) = (path("g.json"), path("x.npy"), path("y.npy"), path("f.npy"));
+    rodl(&["phantom", "-g", &g, "-o", &x]);
+    rodl(&["project", "-g", &g, "-i", &x, "-o", &y]);
+    rodl(&["fbp", "-g", &g, "-i", &y, "-o", &reference]);
+    let want: ArrayD<f32> = read_npy(&reference).unwrap();
+    let scale = want.iter().fold(0f32, |m, v| m.max(v.abs()));
+    for ranks in [2, 3] {
+        let out = path(&format!("s{ranks}.npy"));
+        let args = [
+            "fbp",
+            "-g",
+            &g,
+            "-i",
+            &y,
+            "-o",
+            &out,
+            "--partition",
+            "slabs",
+        ];
+        let (code, err) = mpirun(ranks, &args);
+        assert_eq!(code, Some(0), "{args:?}: {err}");
+        let got: ArrayD<f32> = read_npy(&out).unwrap();
+        assert_eq!(got.shape(), want.shape());
+        let diff = got
+            .iter()
+            .zip(want.iter())
+            .fold(0f32, |m, (a, b)| m.max((a - b).abs()));
+        eprintln!("fbp by slabs on {ranks} ranks: max difference {diff:.2e} of {scale:.2e}");
+        assert!(
+            diff <= 1e-5 * scale,
+            "fbp by slabs on {ranks} ranks: {diff} of {scale}"
+        );
+    }
 }

@@ -330,6 +330,15 @@ impl<T: Scalar> DistributedRayTransform<T> {
         }
     }
 
+    /// The band of detector rows this rank's slab reaches, the rows of [`Self::local`]'s range
+    /// ([`Partition::Slabs`]; `None` by views, and for a rank whose slab no ray sees): what a
+    /// rank reads to reconstruct its slab alone (a parallel beam's filtered back-projection).
+    pub fn band(&self) -> Option<Range<usize>> {
+        let (ex, _) = self.inner.rows.as_ref()?;
+        let band = ex.bands.get(ex.me)?;
+        (!band.is_empty()).then(|| band.clone())
+    }
+
     /// The part of the volume this rank holds: `None` when it holds all of it
     /// ([`Partition::Views`]), else the axis (2, `z`) and its slab's range.
     pub fn domain_part(&self) -> Option<(usize, Range<usize>)> {

@@ -36,6 +36,78 @@ pub trait FrameStack {
 
     /// Reads the frames `first .. first + out.shape()[0]` into `out` (`[frames, nu, nv]`).
     fn read_into(&mut self, first: usize, out: ArrayViewMut3<'_, f32>) -> Result<()>;
+
+    /// Reads the detector rows `rows` (of `v`, 0 the image's bottom row) of the frames
+    /// `first .. first + out.shape()[0]` into `out` (`[frames, nu, rows.len()]`), so that a
+    /// slab of rows can be streamed without holding whole frames. The default reads one whole
+    /// frame at a time and keeps the rows; readers that can read rows alone (HDF5 hyperslabs)
+    /// do so.
+    fn read_rows_into(
+        &mut self,
+        first: usize,
+        rows: Range<usize>,
+        out: ArrayViewMut3<'_, f32>,
+    ) -> Result<()> {
+        read_rows_by_frames(self, first, rows, out)
+    }
+}
+
+/// [`FrameStack::read_rows_into`] by whole frames: one frame at a time read and its rows kept.
+pub(crate) fn read_rows_by_frames<S: FrameStack + ?Sized>(
+    stack: &mut S,
+    first: usize,
+    rows: Range<usize>,
+    mut out: ArrayViewMut3<'_, f32>,
+) -> Result<()> {
+    let [nu, nv] = stack.frame_shape();
+    check_rows(stack.source(), nv, &rows, [nu, rows.len()], &out)?;
+    check_host_array(&[1, nu, nv], std::mem::size_of::<f32>())?;
+    let mut frame = Array3::<f32>::zeros([1, nu, nv]);
+    for (j, mut o) in out.axis_iter_mut(Axis(0)).enumerate() {
+        stack.read_into(first + j, frame.view_mut())?;
+        o.assign(&frame.slice(s![0, .., rows.clone()]));
+    }
+    Ok(())
+}
+
+/// Errors unless the frames `first .. first + k` exist.
+pub(crate) fn check_read_count(stack: &dyn FrameStack, first: usize, k: usize) -> Result<()> {
+    if first.checked_add(k).is_none_or(|end| end > stack.len()) {
+        return Err(Error::invalid(format!(
+            "frames {first}..{} of {}: it has {} frames",
+            first.saturating_add(k),
+            stack.source().display(),
+            stack.len()
+        )));
+    }
+    Ok(())
+}
+
+/// Errors unless `rows` lie in `0..nv` and `out` is `[k, shape[0], shape[1]]`.
+pub(crate) fn check_rows(
+    source: &Path,
+    nv: usize,
+    rows: &Range<usize>,
+    shape: [usize; 2],
+    out: &ArrayViewMut3<'_, f32>,
+) -> Result<()> {
+    if rows.start > rows.end || rows.end > nv {
+        return Err(Error::invalid(format!(
+            "rows {}..{} of {}: its frames have {nv} rows",
+            rows.start,
+            rows.end,
+            source.display()
+        )));
+    }
+    let (k, a, b) = out.dim();
+    if [a, b] != shape {
+        return Err(Error::shape(
+            format!("reading rows of {}", source.display()),
+            &[k, shape[0], shape[1]],
+            &[k, a, b],
+        ));
+    }
+    Ok(())
 }
 
 /// Errors unless `out` is `[k, nu, nv]` for the stack's frame shape and `first + k` frames exist.

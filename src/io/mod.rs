@@ -26,7 +26,7 @@ pub use self::frames::{
     for_each_chunk, frames_per_chunk, read_all_frames, read_frames, FrameStack, DEFAULT_CHUNK_BYTES,
 };
 #[cfg(feature = "hdf5")]
-pub use self::hdf5::write_volume_hdf5;
+pub use self::hdf5::{write_volume_hdf5, Hdf5VolumeWriter};
 #[cfg(feature = "hdf5")]
 pub use self::hdf5::{
     DxChange, DxFile, Hdf5Layout, Hdf5Scan, NxTomo, NxTomoFile, DX_DARK, DX_DATA, DX_PIXEL_X,
@@ -44,4 +44,4 @@ pub use self::scan::{
     BeamChoice, FileValue, Frames, LengthUnit, Scan, ScanFormat, ScanGeometryOptions, ScanInfo,
 };
 pub use self::tiff_read::{TiffPixel, TiffStack};
-pub use self::tiff_write::{write_volume_tiff, TiffSliceFormat, TiffVolume};
+pub use self::tiff_write::{write_volume_tiff, TiffSliceFormat, TiffStackWriter, TiffVolume};

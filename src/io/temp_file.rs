@@ -45,7 +45,6 @@ impl TempFile {
     }
 
     /// The temporary file's path.
-    #[cfg_attr(not(feature = "hdf5"), allow(dead_code))]
     pub(crate) fn path(&self) -> &Path {
         &self.path
     }

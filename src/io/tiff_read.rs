@@ -11,7 +11,9 @@ use tiff::tags::Tag;
 use tiff::ColorType;
 
 use super::file_list::list_stack_files;
-use super::frames::{check_read, put_image, FrameStack};
+use super::frames::{
+    check_read, check_read_count, check_rows, put_image, read_rows_by_frames, FrameStack,
+};
 use crate::memory::check_host_alloc;
 use crate::{Error, Result};
 
@@ -91,6 +93,17 @@ pub struct TiffStack {
     pixel: TiffPixel,
     open: Option<OpenPage>,
     buffer: DecodingResult,
+    /// Per frame, once looked at: where an uncompressed page's rows lie (`None`: a compressed
+    /// or tiled page, decoded whole).
+    layouts: Vec<Option<Option<std::sync::Arc<RawLayout>>>>,
+}
+
+/// Where the rows of an uncompressed, stripped page lie in its file.
+#[derive(Debug)]
+struct RawLayout {
+    offsets: Vec<u64>,
+    rows_per_strip: usize,
+    little_endian: bool,
 }
 
 impl std::fmt::Debug for TiffStack {
@@ -293,6 +306,7 @@ impl TiffStack {
             pixel,
             open: None,
             buffer: DecodingResult::U8(Vec::new()),
+            layouts: vec![None; frames],
         })
     }
 
@@ -310,6 +324,65 @@ impl TiffStack {
     fn locate(&self, k: usize) -> (usize, usize) {
         let i = self.files.partition_point(|f| f.first + f.pages <= k);
         (i, k - self.files[i].first)
+    }
+
+    /// Where frame `k`'s rows lie in its file when its page is uncompressed and stored in
+    /// strips (looked at once per frame), else `None`.
+    fn layout(&mut self, k: usize) -> Result<Option<std::sync::Arc<RawLayout>>> {
+        if let Some(known) = &self.layouts[k] {
+            return Ok(known.clone());
+        }
+        let (i, page) = self.locate(k);
+        let path = self.files[i].path.clone();
+        let [nu, nv] = self.shape;
+        let bpp = self.pixel.bytes();
+        let at = |e: tiff::TiffError| io_err(&path, format!("page {page}: {}", tiff_message(&e)));
+        let decoder = self.goto(i, page)?;
+        let little_endian = matches!(decoder.byte_order(), tiff::tags::ByteOrder::LittleEndian);
+        let first = |v: Option<Vec<u64>>| v.and_then(|v| v.first().copied());
+        let compression = first(
+            decoder
+                .find_tag_unsigned_vec::<u64>(Tag::Compression)
+                .map_err(at)?,
+        );
+        let tiled = decoder
+            .find_tag_unsigned_vec::<u64>(Tag::TileOffsets)
+            .map_err(at)?
+            .is_some();
+        let offsets = decoder
+            .find_tag_unsigned_vec::<u64>(Tag::StripOffsets)
+            .map_err(at)?;
+        let counts = decoder
+            .find_tag_unsigned_vec::<u64>(Tag::StripByteCounts)
+            .map_err(at)?;
+        let rps = first(
+            decoder
+                .find_tag_unsigned_vec::<u64>(Tag::RowsPerStrip)
+                .map_err(at)?,
+        )
+        .map(|r| (r as usize).clamp(1, nv))
+        .unwrap_or(nv);
+        let layout = match (compression.unwrap_or(1), tiled, offsets, counts) {
+            (1, false, Some(offsets), Some(counts))
+                if offsets.len() == nv.div_ceil(rps) && counts.len() == offsets.len() =>
+            {
+                // Every strip holds its rows in full (uncompressed, one sample per pixel).
+                let full = counts.iter().enumerate().all(|(s, &c)| {
+                    let rows = rps.min(nv - s * rps);
+                    c >= (rows * nu * bpp) as u64
+                });
+                full.then(|| {
+                    std::sync::Arc::new(RawLayout {
+                        offsets,
+                        rows_per_strip: rps,
+                        little_endian,
+                    })
+                })
+            }
+            _ => None,
+        };
+        self.layouts[k] = Some(layout.clone());
+        Ok(layout)
     }
 
     /// Positions the open decoder at `page` of file `i`.
@@ -350,6 +423,78 @@ impl FrameStack for TiffStack {
 
     fn frame_shape(&self) -> [usize; 2] {
         self.shape
+    }
+
+    fn read_rows_into(
+        &mut self,
+        first: usize,
+        rows: std::ops::Range<usize>,
+        mut out: ArrayViewMut3<'_, f32>,
+    ) -> Result<()> {
+        check_read_count(self, first, out.shape()[0])?;
+        let [nu, nv] = self.shape;
+        check_rows(&self.source, nv, &rows, [nu, rows.len()], &out)?;
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let bpp = self.pixel.bytes();
+        let row_bytes = nu * bpp;
+        let mut bytes = vec![0u8; row_bytes * rows.len()];
+        let mut file: Option<(usize, File)> = None;
+        for j in 0..out.shape()[0] {
+            let k = first + j;
+            let Some(layout) = self.layout(k)? else {
+                read_rows_by_frames(
+                    self,
+                    k,
+                    rows.clone(),
+                    out.slice_mut(ndarray::s![j..j + 1, .., ..]),
+                )?;
+                continue;
+            };
+            let (i, page) = self.locate(k);
+            let path = &self.files[i].path;
+            if file.as_ref().is_none_or(|(f, _)| *f != i) {
+                let f = File::open(path).map_err(|e| io_err(path, e.to_string()))?;
+                file = Some((i, f));
+            }
+            let Some((_, f)) = file.as_ref() else {
+                continue;
+            };
+            // Image rows r0..r1 (top down) are the rows v = nv − 1 − r.
+            let (r0, r1) = (nv - rows.end, nv - rows.start);
+            let mut r = r0;
+            while r < r1 {
+                let strip = r / layout.rows_per_strip;
+                let end = ((strip + 1) * layout.rows_per_strip).min(r1);
+                let at = layout.offsets[strip]
+                    + ((r - strip * layout.rows_per_strip) * row_bytes) as u64;
+                let dst = &mut bytes[(r - r0) * row_bytes..(end - r0) * row_bytes];
+                std::os::unix::fs::FileExt::read_exact_at(f, dst, at).map_err(|e| {
+                    io_err(
+                        path,
+                        format!("page {page}: rows {r}..{end}: {} (truncated?)", e),
+                    )
+                })?;
+                r = end;
+            }
+            let mut frame = out.index_axis_mut(Axis(0), j);
+            let le = layout.little_endian;
+            for (t, line) in bytes.chunks_exact(row_bytes).enumerate() {
+                let mut col = frame.index_axis_mut(Axis(1), rows.len() - 1 - t);
+                for (u, o) in col.iter_mut().enumerate() {
+                    let b = &line[u * bpp..(u + 1) * bpp];
+                    *o = match (self.pixel, le) {
+                        (TiffPixel::U8, _) => b[0] as f32,
+                        (TiffPixel::U16, true) => u16::from_le_bytes([b[0], b[1]]) as f32,
+                        (TiffPixel::U16, false) => u16::from_be_bytes([b[0], b[1]]) as f32,
+                        (TiffPixel::F32, true) => f32::from_le_bytes([b[0], b[1], b[2], b[3]]),
+                        (TiffPixel::F32, false) => f32::from_be_bytes([b[0], b[1], b[2], b[3]]),
+                    };
+                }
+            }
+        }
+        Ok(())
     }
 
     fn read_into(&mut self, first: usize, mut out: ArrayViewMut3<'_, f32>) -> Result<()> {

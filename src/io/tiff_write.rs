@@ -5,7 +5,7 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use ndarray::{ArrayView2, Axis, Ix3};
+use ndarray::{ArrayView2, ArrayView3, Axis, Ix3};
 use tiff::encoder::{colortype, TiffEncoder};
 use tiff::tags::Tag;
 
@@ -211,4 +211,158 @@ fn write_slice<T: Scalar>(
     let file = out.into_inner().map_err(|e| e.into_error())?;
     file.sync_all()?;
     Ok(())
+}
+
+/// A TIFF stack written slab by slab: the files and the `ImageDescription` of
+/// [`write_volume_tiff`] (32-bit floats, or 16 bit in a fixed [`Window::Range`]: a slab does
+/// not know the whole volume's range), each slice into a temporary file of `dir` as it comes
+/// ([`TiffStackWriter::write_slices`]), all renamed onto their names by
+/// [`TiffStackWriter::commit`]. Dropped before that, it removes its temporary files: an error
+/// midway leaves no slice behind.
+///
+/// ```
+/// use ndarray::Array3;
+/// use rodl::io::{TiffSliceFormat, TiffStackWriter};
+/// let dir = tempfile::tempdir()?;
+/// let mut w = TiffStackWriter::create(dir.path(), "rec_", [4, 3, 5], TiffSliceFormat::F32)?;
+/// w.write_slices(0, Array3::<f32>::zeros([4, 3, 2]).view())?;
+/// w.write_slices(2, Array3::<f32>::ones([4, 3, 3]).view())?;
+/// let files = w.commit()?;
+/// assert_eq!(files.len(), 5);
+/// assert!(files[4].ends_with("rec_0004.tif"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct TiffStackWriter {
+    dir: PathBuf,
+    prefix: String,
+    shape: [usize; 3],
+    size: (u32, u32),
+    format: TiffSliceFormat,
+    offset: f64,
+    scale: f64,
+    done: Vec<(TempFile, PathBuf)>,
+    row: Vec<f64>,
+}
+
+impl TiffStackWriter {
+    /// A writer of the stack of a volume of `shape = [nx, ny, nz]` in `dir` (created if
+    /// missing), files `{prefix}{z}.tif` as [`write_volume_tiff`] names them.
+    /// [`TiffSliceFormat::U16`] needs a [`Window::Range`].
+    pub fn create(
+        dir: impl AsRef<Path>,
+        prefix: &str,
+        shape: [usize; 3],
+        format: TiffSliceFormat,
+    ) -> Result<Self> {
+        let dir = dir.as_ref();
+        let [nx, ny, _] = shape;
+        let size = match (u32::try_from(nx), u32::try_from(ny)) {
+            (Ok(w), Ok(h)) if (nx as u64) * (ny as u64) * 4 < u32::MAX as u64 => (w, h),
+            _ => {
+                return Err(Error::invalid(format!(
+                    "a slice of {nx} × {ny} pixels is too large for a TIFF file"
+                )))
+            }
+        };
+        if prefix.contains(['/', '\\']) {
+            return Err(Error::invalid(format!(
+                "the file prefix {prefix:?} must not contain a path separator"
+            )));
+        }
+        let (offset, scale) =
+            match format {
+                TiffSliceFormat::F32 => (0.0, 1.0),
+                TiffSliceFormat::U16(Window::Range { min, max })
+                    if min.is_finite() && max.is_finite() && min < max =>
+                {
+                    (min, (max - min) / 65535.0)
+                }
+                TiffSliceFormat::U16(_) => return Err(Error::invalid(
+                    "a TIFF stack written by slabs in 16 bit needs a fixed window (finite min < \
+                     max): the whole volume's range is not known before its last slab",
+                )),
+            };
+        std::fs::create_dir_all(dir).map_err(|e| Error::Io {
+            path: dir.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        Ok(Self {
+            dir: dir.to_path_buf(),
+            prefix: prefix.to_string(),
+            shape,
+            size,
+            format,
+            offset,
+            scale,
+            done: Vec::new(),
+            row: Vec::with_capacity(nx * ny),
+        })
+    }
+
+    /// Writes the slices `z0 .. z0 + k` from `slab = [nx, ny, k]` (each once) to temporary
+    /// files.
+    pub fn write_slices(&mut self, z0: usize, slab: ArrayView3<'_, f32>) -> Result<()> {
+        let [nx, ny, nz] = self.shape;
+        let (a, b, k) = slab.dim();
+        if (a, b) != (nx, ny) || z0.checked_add(k).is_none_or(|end| end > nz) {
+            return Err(Error::shape(
+                format!("TiffStackWriter::write_slices at z = {z0}"),
+                &[nx, ny, nz.saturating_sub(z0)],
+                &[a, b, k],
+            ));
+        }
+        let digits = nz.saturating_sub(1).to_string().len().max(4);
+        for j in 0..k {
+            let z = z0 + j;
+            let path = self.dir.join(format!("{}{z:0digits$}.tif", self.prefix));
+            let io = |e: &dyn std::fmt::Display| Error::Io {
+                path: path.clone(),
+                message: e.to_string(),
+            };
+            let description = format!(
+                "{{\"rodl_volume_slice\": {z}, \"slices\": {nz}, \"offset\": {:e}, \
+                 \"scale\": {:e}}}",
+                self.offset, self.scale
+            );
+            let (temp, file) = TempFile::create(&path).map_err(|e| io(&e))?;
+            write_slice(
+                file,
+                slab.index_axis(Axis(2), j),
+                self.size.0,
+                self.size.1,
+                self.format,
+                self.offset,
+                self.scale,
+                &description,
+                &mut self.row,
+            )
+            .map_err(|e| io(&e))?;
+            self.done.push((temp, path));
+        }
+        Ok(())
+    }
+
+    /// The temporary files of the slices written so far, in order (for a caller that removes
+    /// them on a signal).
+    pub fn temporary_files(&self) -> Vec<&Path> {
+        self.done.iter().map(|(t, _)| t.path()).collect()
+    }
+
+    /// The number of slices written so far.
+    pub fn written(&self) -> usize {
+        self.done.len()
+    }
+
+    /// Renames the slices written onto their names; returns their paths in the order written.
+    pub fn commit(self) -> Result<Vec<PathBuf>> {
+        let mut files = Vec::with_capacity(self.done.len());
+        for (temp, path) in self.done {
+            temp.commit(&path).map_err(|e| Error::Io {
+                path: path.clone(),
+                message: e.to_string(),
+            })?;
+            files.push(path);
+        }
+        Ok(files)
+    }
 }

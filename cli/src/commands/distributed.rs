@@ -178,12 +178,6 @@ pub fn fbp(args: &FbpArgs, partition: PartitionArg) -> Result<(), Failure> {
     let prepared = agree(
         &across,
         (|| {
-            if partition != PartitionArg::Views {
-                return Err(Failure::usage(
-                    "--partition: fbp is distributed by views only (each rank filters its own \
-                     views); use --partition views",
-                ));
-            }
             let options = crate::fbp_options::options(args)?;
             args.image.check_options()?;
             let compute = Compute::from_args(&args.compute)?;
@@ -195,10 +189,91 @@ pub fn fbp(args: &FbpArgs, partition: PartitionArg) -> Result<(), Failure> {
         })(),
     );
     let (options, compute, setup, npy) = prepared?;
-    match npy.dtype() {
-        Dtype::F32 => fbp_typed::<f32>(args, &across, &options, &compute, &setup, &npy),
-        Dtype::F64 => fbp_typed::<f64>(args, &across, &options, &compute, &setup, &npy),
+    match (partition, npy.dtype()) {
+        (PartitionArg::Views, Dtype::F32) => {
+            fbp_typed::<f32>(args, &across, &options, &compute, &setup, &npy)
+        }
+        (PartitionArg::Views, Dtype::F64) => {
+            fbp_typed::<f64>(args, &across, &options, &compute, &setup, &npy)
+        }
+        (PartitionArg::Slabs, Dtype::F32) => {
+            fbp_slabs::<f32>(args, &across, &options, &compute, &setup, &npy)
+        }
+        (PartitionArg::Slabs, Dtype::F64) => {
+            fbp_slabs::<f64>(args, &across, &options, &compute, &setup, &npy)
+        }
     }
+}
+
+/// `rodl fbp --partition slabs`: each rank a slab of the volume along z, reconstructed from
+/// the band of detector rows its rays reach (read alone from the mapped input) by the FBP of
+/// its local transform. In a parallel beam the filter works on each row on its own and a
+/// slice's rays stay in its rows, so the slabs are the whole FBP's; a cone beam's FDK is not
+/// split this way (its rays cross the slices): an error that names `--partition views`.
+fn fbp_slabs<T: NpyScalar + Scalar>(
+    args: &FbpArgs,
+    across: &Across,
+    options: &rodl::tomo::FbpOptions,
+    compute: &Compute,
+    setup: &Setup,
+    npy: &NpyFile,
+) -> Result<(), Failure> {
+    let (rank, size) = (across.rank(), across.size());
+    let volume = compute.volume::<T>(setup)?;
+    let parallel = agree(
+        across,
+        if matches!(setup.geometry.vec().beam(), rodl::tomo::Beam::Parallel) {
+            Ok(())
+        } else {
+            Err(Failure::usage(
+                "--partition slabs: fbp splits a parallel beam into slabs (each slice from its \
+                 own rows); FDK's rays cross the slices: use --partition views",
+            ))
+        },
+    );
+    parallel?;
+    let nz = *setup.volume_shape().last().unwrap_or(&1);
+    let plan = Plan::even(Partition::Slabs, nz, size)?;
+    let ray = DistributedRayTransform::new(
+        &volume,
+        &setup.geometry,
+        &plan,
+        compute.backend.clone(),
+        across.clone(),
+    )?;
+    let local = (|| -> Result<ArrayD<T>, Failure> {
+        let (Some(part), Some(band)) = (ray.local(), ray.band()) else {
+            return Ok(ray.domain().zero()?.into_host()?.into_array()?);
+        };
+        let map = npy.map()?;
+        let all = ArrayViewD::from_shape(npy.shape(), map.data::<T>()?)
+            .map_err(|e| Failure::new(format!("{}: {e}", args.input.display())))?;
+        let rows = all.slice_axis(Axis(2), Slice::from(band.start..band.end));
+        if !rows.iter().all(|v| v.is_finite()) {
+            return Err(Failure::new(format!(
+                "{}: the data have entries that are not finite (NaN or infinite)",
+                args.input.display()
+            )));
+        }
+        let data = part.range().element(rows.to_owned())?;
+        let x = rodl::tomo::fbp_op(part, options)?.apply(&data)?;
+        Ok(x.into_host()?.into_array()?)
+    })();
+    let x = agree(across, local)?;
+    let x = ray.domain_element(x)?;
+    let whole = gather(across, &ray, x)?;
+    let files = [&args.input, &args.geometry, &args.output];
+    write_on_rank_zero(across, whole, files, &args.image, &volume, compute)?;
+    if args.verbose && rank == 0 {
+        crate::term::note(&format!(
+            "rodl: FBP ({}) {:?} -> {} {:?} on {size} ranks by slabs",
+            options.filter,
+            setup.data_shape(),
+            args.output.display(),
+            setup.volume_shape(),
+        ));
+    }
+    Ok(())
 }
 
 fn fbp_typed<T: NpyScalar + Scalar>(

@@ -12,4 +12,4 @@ pub use dxchange::{
 };
 pub use nxtomo::{NxTomo, NxTomoFile};
 pub use opened::{Hdf5Layout, Hdf5Scan};
-pub use volume_write::write_volume_hdf5;
+pub use volume_write::{write_volume_hdf5, Hdf5VolumeWriter};

@@ -106,4 +106,13 @@ impl<L: Hdf5Layout> FrameStack for Hdf5Scan<L> {
     fn read_into(&mut self, first: usize, out: ArrayViewMut3<'_, f32>) -> Result<()> {
         self.projections.read_into(first, out)
     }
+
+    fn read_rows_into(
+        &mut self,
+        first: usize,
+        rows: std::ops::Range<usize>,
+        out: ArrayViewMut3<'_, f32>,
+    ) -> Result<()> {
+        self.projections.read_rows_into(first, rows, out)
+    }
 }

@@ -1,12 +1,13 @@
 //! Reading HDF5 datasets and attributes with errors that name the file and the HDF5 path.
 
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use ::hdf5::types::{FixedAscii, FixedUnicode, TypeDescriptor, VarLenAscii, VarLenUnicode};
 use ::hdf5::{Dataset, File, Group, LocationType};
 use ndarray::{s, ArrayViewMut3, Axis, Ix3};
 
-use crate::io::frames::{check_read, put_image, FrameStack};
+use crate::io::frames::{check_read, check_rows, put_image, FrameStack};
 use crate::io::FileValue;
 use crate::memory::check_host_array;
 use crate::{Error, Result};
@@ -416,6 +417,69 @@ impl FrameStack for DatasetFrames {
                         &self.key,
                         format!(
                             "frames {start}..{} cannot be read (truncated file?): {e}",
+                            start + n
+                        ),
+                    )
+                })?;
+            for (t, img) in block.axis_iter(Axis(0)).enumerate() {
+                let frame = out.index_axis_mut(Axis(0), j + t);
+                match img.as_slice() {
+                    Some(sl) => put_image(sl, frame),
+                    None => put_image(&img.iter().copied().collect::<Vec<_>>(), frame),
+                }
+            }
+            j = end;
+        }
+        Ok(())
+    }
+
+    fn read_rows_into(
+        &mut self,
+        first: usize,
+        rows: Range<usize>,
+        mut out: ArrayViewMut3<'_, f32>,
+    ) -> Result<()> {
+        let [nu, nv] = self.shape;
+        check_rows(&self.path, nv, &rows, [nu, rows.len()], &out)?;
+        let k = out.shape()[0];
+        if first
+            .checked_add(k)
+            .is_none_or(|end| end > self.frames.len())
+        {
+            return Err(Error::invalid(format!(
+                "frames {first}..{} of {}: it has {} frames",
+                first.saturating_add(k),
+                self.path.display(),
+                self.frames.len()
+            )));
+        }
+        if rows.is_empty() {
+            return Ok(());
+        }
+        // v = nv − 1 − image row: the rows v ∈ a..b are the image rows nv − b .. nv − a.
+        let (r0, r1) = (nv - rows.end, nv - rows.start);
+        let wanted = &self.frames[first..first + k];
+        let mut j = 0;
+        while j < k {
+            let start = wanted[j];
+            let mut end = j + 1;
+            while end < k && wanted[end] == wanted[end - 1] + 1 {
+                end += 1;
+            }
+            let n = end - j;
+            // One hyperslab: the run of frames, the rows, every column.
+            let block = self
+                .ds
+                .read_slice::<f32, _, Ix3>(s![start..start + n, r0..r1, ..])
+                .map_err(|e| {
+                    h5_err(
+                        &self.path,
+                        &self.key,
+                        format!(
+                            "rows {}..{} of frames {start}..{} cannot be read (truncated \
+                             file?): {e}",
+                            rows.start,
+                            rows.end,
                             start + n
                         ),
                     )
