@@ -51,6 +51,7 @@ mod driver_error;
 mod ops;
 mod pointwise;
 mod pool;
+pub(crate) mod preprocess;
 mod probe;
 mod staging;
 mod tensor;
