@@ -320,7 +320,10 @@ pub fn read_array_as<T: NpyScalar>(path: &Path) -> Result<ArrayD<T>, Failure> {
             // SAFETY: the bytes of the chunk's values of `T` (f32 or f64, for which every bit
             // pattern is a value), borrowed mutably from `c` while the read fills them.
             let bytes = unsafe {
-                std::slice::from_raw_parts_mut(c.as_mut_ptr().cast::<u8>(), c.len() * size)
+                std::slice::from_raw_parts_mut(
+                    c.as_mut_ptr().cast::<u8>(),
+                    std::mem::size_of_val(c),
+                )
             };
             file.read_exact_at(bytes, start + (k * per * size) as u64)?;
             if swap {
@@ -703,8 +706,9 @@ fn write_npy_file_as<T: NpyScalar>(file: &File, a: &ArrayD<T>) -> Result<(), Wri
         .enumerate()
         .try_for_each(|(k, c)| -> std::io::Result<()> {
             // SAFETY: the bytes of the chunk's values (f32 or f64: no padding), read only.
-            let bytes =
-                unsafe { std::slice::from_raw_parts(c.as_ptr().cast::<u8>(), c.len() * size) };
+            let bytes = unsafe {
+                std::slice::from_raw_parts(c.as_ptr().cast::<u8>(), std::mem::size_of_val(c))
+            };
             let at = start + (k * per * size) as u64;
             file.write_all_at(bytes, at)?;
             start_write_back(file, at, bytes.len());
