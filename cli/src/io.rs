@@ -792,6 +792,55 @@ mod tests {
         out
     }
 
+    /// The parallel reader: byte orders, Fortran order, float64, more than one chunk, and the
+    /// first non-finite entry in logical order; the parallel writer writes what NumPy reads.
+    #[test]
+    fn the_parallel_reader_and_writer_keep_orders_and_find_non_finite_values() {
+        let dir = std::env::temp_dir().join(format!("rodl-io-par-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("a.npy");
+        // 2 × 3, values 0..6 in C order; stored big-endian and in Fortran order.
+        let fortran: Vec<u8> = [0.0f32, 3.0, 1.0, 4.0, 2.0, 5.0]
+            .iter()
+            .flat_map(|v| v.to_be_bytes())
+            .collect();
+        let dict = "{'descr': '>f4', 'fortran_order': True, 'shape': (2, 3), }";
+        std::fs::write(&path, npy(dict, &fortran)).unwrap();
+        let a = read_array_as::<f32>(&path).unwrap();
+        let want = ndarray::Array2::from_shape_fn([2, 3], |(i, j)| (3 * i + j) as f32).into_dyn();
+        assert_eq!(a, want);
+        assert!(read_array_as::<f64>(&path).is_err());
+        // float64 over more than one chunk, a NaN late in memory order.
+        let n = IO_CHUNK / 8 * 2 + 5;
+        let mut v: Vec<f64> = (0..n).map(|i| i as f64).collect();
+        v[n - 3] = f64::NAN;
+        v[n - 1] = f64::INFINITY;
+        let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        let dict = format!("{{'descr': '<f8', 'fortran_order': False, 'shape': ({n},), }}");
+        std::fs::write(&path, npy(&dict, &bytes)).unwrap();
+        let e = read_array(&path).err().unwrap().message;
+        assert!(
+            e.contains("2 non-finite values") && e.contains(&format!("[{}]", n - 3)),
+            "{e}"
+        );
+        v[n - 3] = 1.0;
+        v[n - 1] = 2.0;
+        let arr = ndarray::Array1::from(v).into_dyn();
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .unwrap();
+        assert!(write_npy_file(&file, &AnyArray::F64(arr.clone())).is_ok());
+        drop(file);
+        match read_array(&path) {
+            Ok(AnyArray::F64(b)) => assert_eq!(b, arr),
+            _ => panic!("the written file reads back"),
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn headers_are_checked_against_the_file_length() {
         let ok = npy(
