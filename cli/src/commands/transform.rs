@@ -177,7 +177,7 @@ pub fn beside_the_read<T: NpyScalar, R: Send>(
     let input = read?;
     stages.moved("read", std::fs::metadata(path).map_or(0, |m| m.len()));
     stages.add("set-up", waited);
-    stages.annotate("set-up", format!("{whole:.3} s in all, beside the read"));
+    stages.annotate("set-up", format!("{whole:.3} s in all beside the read"));
     Ok((made, input))
 }
 
