@@ -388,3 +388,44 @@ fn the_centre_becomes_the_geometrys_detector_shift() {
     let err_px = ((c[0] - ct[0]).powi(2) + (c[1] - ct[1]).powi(2)).sqrt() / DU;
     assert!(err_px <= 0.25, "{err_px}");
 }
+
+/// The element functions on a host space are the array functions (the GPU's are compared with
+/// them in `tests/cuda_preprocess.rs`).
+#[test]
+fn element_functions_on_host_spaces_equal_the_array_functions() {
+    use rodl::preprocess::{
+        neg_log_element, remove_stripes_sorting_element, remove_zingers_element,
+    };
+    let shape = [6usize, 12, 3];
+    let space = rodl::uniform_discr::<f32>(&[0.0; 3], &[1.0; 3], &shape).unwrap();
+    let p = ndarray::Array3::from_shape_fn(shape, |(a, u, v)| {
+        500.0 + ((a * 7 + u * 3 + v) % 11) as f32 * 40.0
+    });
+    let flats = rodl::io::Frames {
+        data: ndarray::Array3::from_elem([2, 12, 3], 1000.0),
+        positions: None,
+    };
+    let darks = rodl::io::Frames {
+        data: ndarray::Array3::from_elem([1, 12, 3], 100.0),
+        positions: None,
+    };
+    let ff = rodl::preprocess::FlatField::new(&flats, &darks).unwrap();
+    let mut host = p.clone();
+    ff.apply(host.view_mut(), None).unwrap();
+    rodl::preprocess::neg_log(host.view_mut(), 1e-6);
+    let opts = rodl::preprocess::ZingerOptions::new(0.05);
+    rodl::preprocess::remove_zingers(host.view_mut(), &opts).unwrap();
+    rodl::preprocess::remove_stripes_sorting(host.view_mut(), 3).unwrap();
+    let mut x = space.element(p.clone().into_dyn()).unwrap();
+    ff.apply_element(&mut x, None).unwrap();
+    neg_log_element(&mut x, 1e-6).unwrap();
+    remove_zingers_element(&mut x, &opts).unwrap();
+    remove_stripes_sorting_element(&mut x, 3).unwrap();
+    assert_eq!(x.as_array().unwrap(), host.into_dyn());
+    let mut y = space.element(p.clone().into_dyn()).unwrap();
+    ff.apply_neg_log_element(&mut y, None, 1e-6).unwrap();
+    let mut z = space.element(p.into_dyn()).unwrap();
+    ff.apply_element(&mut z, None).unwrap();
+    neg_log_element(&mut z, 1e-6).unwrap();
+    assert_eq!(y.as_array().unwrap(), z.as_array().unwrap());
+}

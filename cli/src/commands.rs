@@ -19,7 +19,7 @@ use rodl::{Device, Scalar, Space};
 
 use crate::args::DeviceArgs;
 use crate::image::ImageArgs;
-use crate::io::{check_finite, write_npy, NpyScalar};
+use crate::io::{check_finite, NpyScalar};
 use crate::output::{check_distinct, Outputs, Slot};
 use crate::stages::Stages;
 use crate::Failure;
@@ -81,7 +81,7 @@ pub fn write_result<T: NpyScalar>(
     stages.time("write", || {
         image.write(&mut outputs, png, &host)?;
         let array = T::wrap(host.into_array()?);
-        outputs.write(npy, |w| write_npy(w, &array))?;
+        outputs.write_array(npy, &array)?;
         outputs.commit()
     })
 }
@@ -169,8 +169,27 @@ impl Compute {
         Compute::new(parse_device(&args.device)?, args.threads)
     }
 
+    /// The device and backend selected by `--device` and `--threads`, not yet checked to be
+    /// usable: for commands that start the device (a GPU's context and kernels) on a thread
+    /// of its own while they read their input, calling [`Compute::check`] there.
+    pub fn from_args_unchecked(args: &DeviceArgs) -> Result<Compute, Failure> {
+        Compute::unchecked(parse_device(&args.device)?, args.threads)
+    }
+
+    /// Errors unless the device can be used (on a GPU: creates its context and compiles or
+    /// loads the vector kernels, the first time).
+    pub fn check(&self) -> Result<(), Failure> {
+        Ok(self.device.check_available()?)
+    }
+
     /// The device `device` with `threads` CPU worker threads (CPU only), checked to be usable.
     pub fn new(device: Device, threads: Option<usize>) -> Result<Compute, Failure> {
+        let c = Compute::unchecked(device, threads)?;
+        c.check()?;
+        Ok(c)
+    }
+
+    fn unchecked(device: Device, threads: Option<usize>) -> Result<Compute, Failure> {
         let backend = match (device, threads) {
             (Device::Cpu, None) => Backend::default(),
             (Device::Cpu, Some(n)) => Backend::cpu_threads(n),
@@ -179,7 +198,6 @@ impl Compute {
             }
             (Device::Cuda(id), None) => Backend::cuda(id),
         };
-        device.check_available()?;
         Ok(Compute { device, backend })
     }
 

@@ -217,6 +217,7 @@ fn report(failure: &Failure) -> ExitCode {
 }
 
 fn main() -> ExitCode {
+    stages::mark_process_start();
     output::install_signal_cleanup();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,

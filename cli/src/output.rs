@@ -359,6 +359,19 @@ impl Outputs {
         self.staged.get(slot.0)?.temp.as_deref()
     }
 
+    /// Writes `array` as the `.npy` output `slot`: into a regular file by all cores at once,
+    /// its write-back to the disk started chunk by chunk ([`crate::io::write_npy_file`]),
+    /// then synced; into a device or FIFO through a buffered writer.
+    pub fn write_array(&mut self, slot: Slot, array: &crate::io::AnyArray) -> Result<(), Failure> {
+        let through = self.staged.get(slot.0).is_some_and(|s| s.temp.is_none());
+        if through {
+            return self.write(slot, |w| crate::io::write_npy(w, array));
+        }
+        self.write_in_place(slot, "an .npy array", |f| {
+            crate::io::write_npy_file(f, array)
+        })
+    }
+
     /// Writes `bytes` as the output `slot`.
     pub fn write_bytes(&mut self, slot: Slot, bytes: &[u8]) -> Result<(), Failure> {
         self.write(slot, |w| w.write_all(bytes).map_err(WriteError::Io))

@@ -1,11 +1,22 @@
 //! The time each stage of a command takes, for `--verbose`: where a run spends its time
 //! (reading, setting up, copying to and from the device, computing, checking, writing).
 
+use std::sync::OnceLock;
 use std::time::Instant;
 
 use rodl::Device;
 
 use crate::Failure;
+
+/// When the process started (set first thing in `main`, see [`mark_process_start`]).
+static PROCESS_START: OnceLock<Instant> = OnceLock::new();
+
+/// Records the process's start, so that [`Stages`] count the time before their first stage
+/// (`start`: parsing the options, the geometry file and the input's header, preparing the
+/// outputs) and their total runs from the start of the process.
+pub fn mark_process_start() {
+    let _ = PROCESS_START.set(Instant::now());
+}
 
 /// Seconds per named stage, in the order the stages first ran. Device work is synchronised at
 /// the end of each stage, so that a GPU's queued work counts where it was launched.
@@ -14,17 +25,32 @@ pub struct Stages {
     start: Instant,
     list: Vec<(&'static str, f64)>,
     bytes: Vec<(&'static str, u64)>,
+    notes: Vec<(&'static str, String)>,
 }
 
 impl Stages {
-    /// A new record for a command computing on `device`; its total starts now.
+    /// A new record for a command computing on `device`. Its total starts at the process's
+    /// start when that was marked ([`mark_process_start`]; the time until now is the stage
+    /// `start`), else now.
     pub fn new(device: Device) -> Stages {
-        Stages {
+        let mut s = Stages {
             device,
             start: Instant::now(),
             list: Vec::new(),
             bytes: Vec::new(),
+            notes: Vec::new(),
+        };
+        if let Some(&t) = PROCESS_START.get() {
+            s.start = t;
+            s.add("start", t.elapsed().as_secs_f64());
         }
+        s
+    }
+
+    /// Adds `text` in brackets after stage `name` in [`Stages::describe`] (e.g. what ran
+    /// beside it).
+    pub fn annotate(&mut self, name: &'static str, text: String) {
+        self.notes.push((name, text));
     }
 
     /// Runs `f` as (part of) stage `name` and adds its time, the device's queued work included.
@@ -75,16 +101,29 @@ impl Stages {
         let parts: Vec<String> = self
             .list
             .iter()
-            .map(
-                |(name, s)| match self.bytes.iter().find(|(n, _)| n == name) {
-                    Some((_, b)) if *s > 0.0 => format!(
-                        "{name} {s:.3} s ({:.0} MB, {:.2} GB/s)",
-                        *b as f64 / 1e6,
-                        *b as f64 / 1e9 / s
-                    ),
-                    _ => format!("{name} {s:.3} s"),
-                },
-            )
+            .map(|(name, s)| {
+                let mut extra: Vec<String> = Vec::new();
+                if let Some((_, b)) = self.bytes.iter().find(|(n, _)| n == name) {
+                    if *s > 0.0 {
+                        extra.push(format!(
+                            "{:.0} MB, {:.2} GB/s",
+                            *b as f64 / 1e6,
+                            *b as f64 / 1e9 / s
+                        ));
+                    }
+                }
+                extra.extend(
+                    self.notes
+                        .iter()
+                        .filter(|(n, _)| n == name)
+                        .map(|(_, t)| t.clone()),
+                );
+                if extra.is_empty() {
+                    format!("{name} {s:.3} s")
+                } else {
+                    format!("{name} {s:.3} s ({})", extra.join("; "))
+                }
+            })
             .collect();
         format!("{} (total {:.3} s)", parts.join(", "), self.total())
     }
@@ -101,6 +140,8 @@ mod tests {
         s.moved("read", 1_000_000_000);
         s.time("compute", || Ok(())).unwrap();
         s.add("read", 0.5);
+        s.annotate("compute", "beside the read".into());
+        assert!(s.describe().contains(" s (beside the read)"));
         assert_eq!(s.sum_except(&["compute"]), 1.0);
         assert!(s.sum_except(&["read"]) < 0.5);
         let d = s.describe();

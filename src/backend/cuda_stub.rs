@@ -173,3 +173,40 @@ impl<T> DeviceTensor<T> {
         match self.0 {}
     }
 }
+
+/// The preprocessing kernels; unreachable without the `cuda` feature (no device tensor exists).
+pub(crate) mod preprocess {
+    use super::DeviceTensor;
+    use crate::Result;
+
+    /// Flat-field normalisation (see the CUDA backend).
+    pub(crate) fn flat_field(
+        x: &mut DeviceTensor<f32>,
+        _dark: &[f64],
+        _groups: &[f64],
+        _per_view: &[f64],
+        _log_floor: Option<f32>,
+    ) -> Result<u64> {
+        match x.0 {}
+    }
+
+    /// `−log` (see the CUDA backend).
+    pub(crate) fn neg_log(x: &mut DeviceTensor<f32>, _floor: f32) -> Result<()> {
+        match x.0 {}
+    }
+
+    /// Zinger removal (see the CUDA backend).
+    pub(crate) fn zingers(
+        x: &mut DeviceTensor<f32>,
+        _r: usize,
+        _threshold: f32,
+        _both_signs: bool,
+    ) -> Result<u64> {
+        match x.0 {}
+    }
+
+    /// Stripe removal (see the CUDA backend).
+    pub(crate) fn stripes(x: &mut DeviceTensor<f32>, _size: usize) -> Result<()> {
+        match x.0 {}
+    }
+}

@@ -4,7 +4,8 @@ use ndarray::{Array2, ArrayView2, ArrayViewMut3, Axis, Zip};
 use rayon::prelude::*;
 
 use crate::io::Frames;
-use crate::{Error, Result};
+use crate::storage::Storage;
+use crate::{Element, Error, Result};
 
 /// Flat and dark references for normalising projections to transmission,
 /// `t = (p − dark) / (flat − dark)`.
@@ -182,22 +183,7 @@ impl FlatField {
         mut projections: ArrayViewMut3<'_, f32>,
         positions: Option<&[f64]>,
     ) -> Result<FlatFieldReport> {
-        let (k, nu, nv) = projections.dim();
-        if (nu, nv) != self.dark.dim() {
-            return Err(Error::shape(
-                "flat-field normalisation",
-                &[k, self.dark.dim().0, self.dark.dim().1],
-                &[k, nu, nv],
-            ));
-        }
-        if let Some(p) = positions {
-            if p.len() != k {
-                return Err(Error::invalid(format!(
-                    "{k} projections but {} positions",
-                    p.len()
-                )));
-            }
-        }
+        self.check(projections.shape(), positions)?;
         let bad: usize = projections
             .axis_iter_mut(Axis(0))
             .into_par_iter()
@@ -232,17 +218,115 @@ impl FlatField {
 
     /// The two groups around `at` and the weight of the second.
     fn bracket(&self, at: f64) -> (&Array2<f64>, &Array2<f64>, f64) {
+        let (a, b, w) = self.bracket_index(at);
+        (&self.groups[a].1, &self.groups[b].1, w)
+    }
+
+    /// The indices of the two groups around `at` and the weight of the second.
+    fn bracket_index(&self, at: f64) -> (usize, usize, f64) {
         let g = &self.groups;
         if g.len() == 1 || !(at > g[0].0) {
-            return (&g[0].1, &g[0].1, 0.0);
+            return (0, 0, 0.0);
         }
         let last = g.len() - 1;
         if at >= g[last].0 {
-            return (&g[last].1, &g[last].1, 0.0);
+            return (last, last, 0.0);
         }
         let i = g.partition_point(|x| x.0 <= at) - 1;
         let w = (at - g[i].0) / (g[i + 1].0 - g[i].0);
-        (&g[i].1, &g[i + 1].1, w)
+        (i, i + 1, w)
+    }
+
+    /// Checks `projections`' shape `[k, nu, nv]` and the positions against the references.
+    fn check(&self, shape: &[usize], positions: Option<&[f64]>) -> Result<usize> {
+        let &[k, nu, nv] = shape else {
+            return Err(Error::invalid(format!(
+                "flat-field normalisation needs projections [k, nu, nv], got shape {shape:?}"
+            )));
+        };
+        if (nu, nv) != self.dark.dim() {
+            return Err(Error::shape(
+                "flat-field normalisation",
+                &[k, self.dark.dim().0, self.dark.dim().1],
+                &[k, nu, nv],
+            ));
+        }
+        if let Some(p) = positions {
+            if p.len() != k {
+                return Err(Error::invalid(format!(
+                    "{k} projections but {} positions",
+                    p.len()
+                )));
+            }
+        }
+        Ok(k)
+    }
+
+    /// [`FlatField::apply`] on an element of a space (`[k, nu, nv]`, f32) on any device: on a
+    /// GPU in one kernel on the device (no host round trip), with the host's f64 arithmetic
+    /// (the results are the host's bit for bit).
+    pub fn apply_element(
+        &self,
+        projections: &mut Element<f32>,
+        positions: Option<&[f64]>,
+    ) -> Result<FlatFieldReport> {
+        self.apply_element_log(projections, positions, None)
+    }
+
+    /// [`FlatField::apply_element`] followed by [`neg_log`](super::neg_log()) with `floor`,
+    /// fused into one pass (one kernel on a GPU): transmission to line integrals.
+    pub fn apply_neg_log_element(
+        &self,
+        projections: &mut Element<f32>,
+        positions: Option<&[f64]>,
+        floor: f32,
+    ) -> Result<FlatFieldReport> {
+        self.apply_element_log(
+            projections,
+            positions,
+            Some(super::neg_log::checked_floor(floor)),
+        )
+    }
+
+    fn apply_element_log(
+        &self,
+        x: &mut Element<f32>,
+        positions: Option<&[f64]>,
+        floor: Option<f32>,
+    ) -> Result<FlatFieldReport> {
+        let k = self.check(x.shape()?, positions)?;
+        match x.storage_mut("flat-field normalisation")? {
+            Storage::Host(_) => {
+                let mut a = x
+                    .as_array_mut()?
+                    .into_dimensionality::<ndarray::Ix3>()
+                    .map_err(|e| Error::invalid(e.to_string()))?;
+                let report = self.apply(a.view_mut(), positions)?;
+                if let Some(f) = floor {
+                    super::neg_log(a, f);
+                }
+                Ok(report)
+            }
+            Storage::Cuda(t) => {
+                let dark: Vec<f64> = self.dark.iter().copied().collect();
+                let groups: Vec<f64> = self
+                    .groups
+                    .iter()
+                    .flat_map(|g| g.1.iter().copied())
+                    .collect();
+                let mut per_view = Vec::with_capacity(3 * k);
+                for j in 0..k {
+                    let (a, b, w) = self.bracket_index(positions.map_or(j as f64, |p| p[j]));
+                    per_view.extend([a as f64, b as f64, w]);
+                }
+                let bad = crate::backend::cuda::preprocess::flat_field(
+                    t, &dark, &groups, &per_view, floor,
+                )?;
+                Ok(FlatFieldReport {
+                    bad_pixels: bad as usize,
+                })
+            }
+        }
     }
 }
 

@@ -9,8 +9,15 @@
 //! Every step works in place on host arrays in rodl's sinogram layout `[angle, u, v]` (or a
 //! chunk of it: a range of views for the per-view steps, all views of a range of rows for the
 //! stripe removal), in parallel with rayon, so a scan larger than memory is processed chunk by
-//! chunk as it is read (see [`crate::io::for_each_chunk`]). Each step is one function with its
-//! options, the place where a GPU implementation for device-resident data plugs in later.
+//! chunk as it is read (see [`crate::io::for_each_chunk`]).
+//!
+//! The same steps on elements of a space, on any device — [`FlatField::apply_element`],
+//! [`FlatField::apply_neg_log_element`] (fused), [`neg_log_element`],
+//! [`remove_zingers_element`], [`remove_stripes_sorting_element`] — run on the host arrays for
+//! a host space and as CUDA kernels on the device for a CUDA space (no host round trip), with
+//! the host's results: bit for bit for the flat field, the zinger and stripe medians, within 1
+//! ulp for `−log` (the device's `logf`). Phase retrieval ([`paganin()`]) and the centre stay
+//! on the host.
 //!
 //! A typical pipeline:
 //!
@@ -39,7 +46,7 @@ mod zinger;
 pub use centre::{find_centre_parallel, opposite_views, CentreEstimate, CentreOptions};
 pub use centre_cone::{find_centre_cone, ConeCentreEstimate, ConeCentreOptions, ConeLengths};
 pub use flat_field::{FlatField, FlatFieldReport};
-pub use neg_log::{neg_log, NEG_LOG_FLOOR};
+pub use neg_log::{neg_log, neg_log_element, NEG_LOG_FLOOR};
 pub use paganin::{paganin, wavelength_m, PaganinOptions, HC_KEV_M};
-pub use stripe::remove_stripes_sorting;
-pub use zinger::{remove_zingers, ZingerOptions};
+pub use stripe::{remove_stripes_sorting, remove_stripes_sorting_element};
+pub use zinger::{remove_zingers, remove_zingers_element, ZingerOptions};

@@ -1,13 +1,13 @@
 //! `rodl fbp`: filtered back-projection (FDK for cone beams) with `rodl::tomo::fbp_op`.
 
-use ndarray::ArrayD;
 use rodl::tomo::{fbp_op, FbpOptions};
 use rodl::Operator;
 
+use super::transform::beside_the_read;
 use super::{write_result, Compute, ResultOutputs, Setup};
 use crate::args::FbpArgs;
 use crate::fbp_options::options;
-use crate::io::{read_array, AnyArray, Dtype, NpyFile, NpyScalar};
+use crate::io::{Dtype, NpyFile, NpyScalar};
 use crate::out_of_core::{self, Job};
 use crate::stages::Stages;
 use crate::Failure;
@@ -20,7 +20,8 @@ pub fn run(args: &FbpArgs) -> Result<(), Failure> {
     }
     let options = options(args)?;
     args.image.check_options()?;
-    let compute = Compute::from_args(&args.compute)?;
+    // The device is started (a GPU's context and kernels) beside the read of the input.
+    let compute = Compute::from_args_unchecked(&args.compute)?;
     let setup = Setup::load(&args.geometry)?;
     args.image.check(setup.volume_shape())?;
     let inputs = [
@@ -42,6 +43,7 @@ pub fn run(args: &FbpArgs) -> Result<(), Failure> {
                  (more than the memory limit, or --out-of-core): leave out --png",
             ));
         }
+        compute.check()?;
         let job = Job::Fbp(options.clone());
         let map = npy.map()?;
         let (outputs, slot) = (&mut out.outputs, out.npy);
@@ -58,14 +60,9 @@ pub fn run(args: &FbpArgs) -> Result<(), Failure> {
     }
     drop(npy);
     let mut stages = Stages::new(compute.device);
-    let input = stages.time("read", || read_array(&args.input))?;
-    stages.moved(
-        "read",
-        std::fs::metadata(&args.input).map_or(0, |m| m.len()),
-    );
-    match input {
-        AnyArray::F32(y) => reconstruct(&setup, &compute, &options, y, out, args, &mut stages),
-        AnyArray::F64(y) => reconstruct(&setup, &compute, &options, y, out, args, &mut stages),
+    match dtype {
+        Dtype::F32 => reconstruct::<f32>(&setup, &compute, &options, out, args, &mut stages),
+        Dtype::F64 => reconstruct::<f64>(&setup, &compute, &options, out, args, &mut stages),
     }?;
     stages.moved(
         "write",
@@ -73,7 +70,7 @@ pub fn run(args: &FbpArgs) -> Result<(), Failure> {
     );
     if args.verbose {
         let how = compute.device.to_string();
-        let seconds = stages.sum_except(&["read", "write"]);
+        let seconds = stages.sum_except(&["start", "read", "write"]);
         note_done(&options, &setup, args, &how, seconds);
         crate::term::note(&format!("rodl: stages: {}", stages.describe()));
     }
@@ -94,17 +91,18 @@ fn note_done(options: &FbpOptions, setup: &Setup, args: &FbpArgs, how: &str, sec
     ));
 }
 
-/// Builds `fbp_op` in precision `T`, applies it to `y` and writes the results.
+/// Builds `fbp_op` in precision `T` (starting the device) while the input is read, applies it
+/// and writes the results.
 fn reconstruct<T: NpyScalar>(
     setup: &Setup,
     compute: &Compute,
     options: &FbpOptions,
-    y: ArrayD<T>,
     out: ResultOutputs,
     args: &FbpArgs,
     stages: &mut Stages,
 ) -> Result<(), Failure> {
-    let (ray, fbp) = stages.time("set-up", || {
+    let ((ray, fbp), y) = beside_the_read::<T, _>(stages, &args.input, || {
+        compute.check()?;
         let ray = compute.ray_transform::<T>(setup)?;
         let fbp = fbp_op(ray.as_ref(), options)?;
         Ok((ray, fbp))

@@ -6,7 +6,7 @@ use rodl::{Device, LinearOperator, Operator, Scalar};
 
 use super::{Compute, Setup, OVERFLOW_HINT};
 use crate::args::TransformArgs;
-use crate::io::{check_finite, read_array, write_npy, AnyArray, Dtype, NpyFile};
+use crate::io::{check_finite, read_array_as, AnyArray, Dtype, NpyFile, NpyScalar};
 use crate::noise::Noise;
 use crate::out_of_core::{self, Job};
 use crate::output::{check_distinct, Outputs};
@@ -29,7 +29,8 @@ pub fn run(
     direction: Direction,
     noise: Option<(Noise, u64)>,
 ) -> Result<(), Failure> {
-    let compute = Compute::from_args(&args.compute)?;
+    // The device is started (a GPU's context and kernels) beside the read of the input.
+    let compute = Compute::from_args_unchecked(&args.compute)?;
     let setup = Setup::load(&args.geometry)?;
     let inputs = [
         ("--input", args.input.as_path()),
@@ -67,6 +68,7 @@ pub fn run(
         rodl::memory::entries(&produced).unwrap_or(usize::MAX) as u128 * dtype.size() as u128;
     let copies = if noise.is_some() { 2 } else { 1 };
     if out_of_core::needed(args.out_of_core, npy.data_bytes() + copies * out_bytes) {
+        compute.check()?;
         let job = match direction {
             Direction::Forward => Job::Project(noise),
             Direction::Adjoint => Job::Backproject,
@@ -90,22 +92,27 @@ pub fn run(
     }
     drop(npy);
     let mut stages = Stages::new(compute.device);
-    let input = stages.time("read", || read_array(&args.input))?;
-    stages.moved(
-        "read",
-        std::fs::metadata(&args.input).map_or(0, |m| m.len()),
-    );
-    let output = match input {
-        AnyArray::F32(a) => {
-            AnyArray::F32(apply(&setup, &compute, a, direction, noise, &mut stages)?)
-        }
-        AnyArray::F64(a) => {
-            AnyArray::F64(apply(&setup, &compute, a, direction, noise, &mut stages)?)
-        }
+    let output = match dtype {
+        Dtype::F32 => AnyArray::F32(in_memory::<f32>(
+            &setup,
+            &compute,
+            args,
+            direction,
+            noise,
+            &mut stages,
+        )?),
+        Dtype::F64 => AnyArray::F64(in_memory::<f64>(
+            &setup,
+            &compute,
+            args,
+            direction,
+            noise,
+            &mut stages,
+        )?),
     };
-    let compute_s = stages.sum_except(&["read"]);
+    let compute_s = stages.sum_except(&["start", "read", "write"]);
     stages.time("write", || {
-        outputs.write(slot, |w| write_npy(w, &output))?;
+        outputs.write_array(slot, &output)?;
         outputs.commit()
     })?;
     stages.moved(
@@ -123,6 +130,55 @@ pub fn run(
         crate::term::note(&format!("rodl: stages: {}", stages.describe()));
     }
     Ok(())
+}
+
+/// Reads the input (precision `T`) while the device starts and the ray transform is built on
+/// a thread of its own, then applies it ([`apply`]).
+fn in_memory<T: NpyScalar>(
+    setup: &Setup,
+    compute: &Compute,
+    args: &TransformArgs,
+    direction: Direction,
+    noise: Option<(Noise, u64)>,
+    stages: &mut Stages,
+) -> Result<ArrayD<T>, Failure> {
+    let (ray, input) = beside_the_read(stages, &args.input, || {
+        compute.check()?;
+        // Host spaces: on a GPU the transform streams the host arrays through it (the time
+        // of the transfers is in "transform").
+        compute.host_ray_transform::<T>(setup)
+    })?;
+    apply(ray, input, direction, noise, stages)
+}
+
+/// Runs `set_up` on a thread of its own while the `.npy` file `path` is read (as `T`); the
+/// stages get the read (with its bytes) and, as `set-up`, the time spent waiting for
+/// `set_up` after the read (its whole time noted). A failure of `set_up` (a device that
+/// cannot be used) is reported before one of the read.
+pub fn beside_the_read<T: NpyScalar, R: Send>(
+    stages: &mut Stages,
+    path: &std::path::Path,
+    set_up: impl FnOnce() -> Result<R, Failure> + Send,
+) -> Result<(R, ArrayD<T>), Failure> {
+    let (made, read, waited) = std::thread::scope(|s| {
+        let worker = s.spawn(|| {
+            let t = std::time::Instant::now();
+            let r = set_up();
+            (r, t.elapsed().as_secs_f64())
+        });
+        let read = stages.time("read", || read_array_as::<T>(path));
+        let t = std::time::Instant::now();
+        let made = worker.join();
+        (made, read, t.elapsed().as_secs_f64())
+    });
+    let (made, whole) =
+        made.map_err(|_| Failure::new("internal error: the set-up thread panicked"))?;
+    let made = made?;
+    let input = read?;
+    stages.moved("read", std::fs::metadata(path).map_or(0, |m| m.len()));
+    stages.add("set-up", waited);
+    stages.annotate("set-up", format!("{whole:.3} s in all beside the read"));
+    Ok((made, input))
 }
 
 /// What a finished `project` or `backproject` did, for its `--verbose` line.
@@ -162,19 +218,15 @@ impl Done {
     }
 }
 
-/// Builds the ray transform in precision `T` and applies it (or its adjoint) to `input`, then
-/// adds the noise (on the host).
+/// Applies the ray transform `ray` (or its adjoint) to `input`, then adds the noise (on the
+/// host).
 fn apply<T: Scalar>(
-    setup: &Setup,
-    compute: &Compute,
+    ray: std::sync::Arc<rodl::tomo::RayTransform<T>>,
     input: ArrayD<T>,
     direction: Direction,
     noise: Option<(Noise, u64)>,
     stages: &mut Stages,
 ) -> Result<ArrayD<T>, Failure> {
-    // Host spaces: on a GPU the transform streams the host arrays through it (the time of
-    // the transfers is in "transform").
-    let ray = stages.time("set-up", || compute.host_ray_transform::<T>(setup))?;
     let (out, what) = match direction {
         Direction::Forward => {
             let x = ray.domain().element(input)?;

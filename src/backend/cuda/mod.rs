@@ -53,6 +53,7 @@ pub(crate) mod lanes;
 mod ops;
 mod pointwise;
 mod pool;
+pub(crate) mod preprocess;
 mod probe;
 pub(crate) mod ray;
 pub(crate) mod row_filter;
