@@ -211,16 +211,7 @@ pub fn run(args: &ScanArgs) -> Result<(), Failure> {
     }
     check_memory(n, nu, rows.len(), settings.is_some(), args.memory, why)?;
     if args.verbose {
-        crate::term::note(&format!(
-            "rodl: scan {} ({}): {n} projections of {nu} × {nv} pixels (u × v), {} flats, {} \
-             darks; rows {}..{}",
-            args.input.display(),
-            input.format,
-            input.flats.len(),
-            input.darks.len(),
-            rows.start,
-            rows.end
-        ));
+        crate::term::note(&summary(args, &input, [n, nu, nv], &rows));
     }
     let phase = paganin_options(args, &input.info, cone)?;
     let opts = ScanGeometryOptions {
@@ -383,6 +374,26 @@ fn settings(args: &ScanArgs) -> Result<Option<Settings>, Failure> {
     };
     settings.check(usize::MAX)?;
     Ok(Some(settings))
+}
+
+/// The `--verbose` line that describes the scan: its file, format, projections of `nu × nv`
+/// pixels, flats, darks and the detector rows reconstructed.
+fn summary(
+    args: &ScanArgs,
+    input: &ScanInput,
+    [n, nu, nv]: [usize; 3],
+    rows: &std::ops::Range<usize>,
+) -> String {
+    format!(
+        "rodl: scan {} ({}): {n} projections of {nu} × {nv} pixels (u × v), {} flats, {} \
+         darks; rows {}..{}",
+        args.input.display(),
+        input.format,
+        input.flats.len(),
+        input.darks.len(),
+        rows.start,
+        rows.end
+    )
 }
 
 /// Errors unless the preprocessed rows and the volume fit in the host-memory limit (and
@@ -733,16 +744,7 @@ fn by_slabs(
     })();
     let unshifted = agree(across, checked)?;
     if args.verbose && rank == 0 {
-        crate::term::note(&format!(
-            "rodl: scan {} ({}): {n} projections of {nu} × {nv} pixels (u × v), {} flats, {} \
-             darks; rows {}..{}",
-            args.input.display(),
-            input.format,
-            input.flats.len(),
-            input.darks.len(),
-            rows.start,
-            rows.end
-        ));
+        crate::term::note(&summary(args, &input, [n, nu, nv], &rows));
     }
     let positions: Option<Vec<f64>> = input
         .info
