@@ -2,53 +2,17 @@
 //! `openmpi-bin`): the reconstruction of 2 and 3 ranks equals one process's, and a bad input
 //! ends every rank with a message naming the rank, not a hang.
 
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
-
 use ndarray::ArrayD;
 use ndarray_npy::read_npy;
 
 mod common;
 
-use common::{stderr, TempDir};
+use common::{mpirun, rodl_ok as rodl, TempDir};
 
 const GEOMETRY: &str = r#"{"volume": {"min_pt": [-1, -1, -1], "max_pt": [1, 1, 1], "shape": [12, 12, 10]},
  "geometry": {"kind": "cone", "angles": {"min": 0, "max": 6.283185307179586, "count": 16},
    "detector": {"min": [-2, -1.6], "max": [2, 1.6], "shape": [18, 14]},
    "src_radius": 4, "det_radius": 4}}"#;
-
-fn rodl(args: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_rodl"))
-        .args(args)
-        .output()
-        .expect("rodl");
-    assert!(out.status.success(), "rodl {args:?}: {}", stderr(&out));
-    out
-}
-
-/// `rodl args` on `ranks` ranks under mpirun, ended after a minute.
-fn mpirun(ranks: usize, args: &[&str]) -> (Option<i32>, String) {
-    let mut child = Command::new("mpirun")
-        .args(["--oversubscribe", "--allow-run-as-root", "-np"])
-        .arg(ranks.to_string())
-        .arg(env!("CARGO_BIN_EXE_rodl"))
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("mpirun (Debian: apt-get install openmpi-bin)");
-    let start = Instant::now();
-    while child.try_wait().expect("wait").is_none() {
-        if start.elapsed() > Duration::from_secs(120) {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("mpirun -np {ranks} rodl {args:?}: no end after 120 s (a hang)");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let out = child.wait_with_output().expect("output");
-    (out.status.code(), stderr(&out))
-}
 
 #[test]
 fn ranks_reconstruct_as_one_process() {

@@ -5,7 +5,6 @@
 //! its outputs in each format, and its one-line failures.
 
 use std::ffi::OsStr;
-use std::fs::File;
 use std::path::Path;
 #[cfg(feature = "hdf5")]
 use std::process::Command;
@@ -14,7 +13,6 @@ use ndarray::{Array3, ArrayD};
 use ndarray_npy::read_npy;
 use rodl::tomo::{Backend, RayTransform, TomoSpec};
 use rodl::Operator;
-use tiff::encoder::{colortype, TiffEncoder};
 
 mod common;
 
@@ -75,24 +73,13 @@ fn line_integrals() -> Array3<f64> {
     y.into_array().unwrap().into_dimensionality().unwrap()
 }
 
-/// A frame `[u, v]` as the image a detector stores (rows × columns, row 0 the top: `v` up).
+/// A frame `[u, v]` as the image a detector stores.
 fn image(frame: impl Fn(usize, usize) -> f64) -> Vec<u16> {
-    let mut px = Vec::with_capacity(NU * NV);
-    for row in 0..NV {
-        for u in 0..NU {
-            px.push(frame(u, NV - 1 - row).round().clamp(0.0, 65535.0) as u16);
-        }
-    }
-    px
+    common::image16(NU, NV, frame)
 }
 
 fn write_tiff(path: &Path, frames: &[Vec<u16>]) {
-    let mut f = File::create(path).unwrap();
-    let mut enc = TiffEncoder::new(&mut f).unwrap();
-    for px in frames {
-        enc.write_image::<colortype::Gray16>(NU as u32, NV as u32, px)
-            .unwrap();
-    }
+    common::write_tiff16(path, NU, NV, frames)
 }
 
 /// Writes the scan as TIFF stacks: `proj/` (one file per view), `flat.tif` and `dark.tif`

@@ -5,11 +5,7 @@
 
 use std::fs::File;
 use std::path::Path;
-#[cfg(feature = "mpi")]
-use std::process::Stdio;
 use std::process::{Command, Output};
-#[cfg(feature = "mpi")]
-use std::time::{Duration, Instant};
 
 use ndarray::{Array3, ArrayD};
 use ndarray_npy::read_npy;
@@ -19,6 +15,8 @@ use tiff::encoder::{colortype, TiffEncoder};
 
 mod common;
 
+#[cfg(feature = "mpi")]
+use common::mpirun;
 use common::{rodl, rodl_ok, stderr, TempDir};
 
 /// Detector columns, rows and views.
@@ -66,24 +64,13 @@ fn counts() -> Array3<f64> {
     y.mapv(|l| (I0 * (-l).exp() + DARK).round())
 }
 
-/// A frame `[u, v]` as the image rows × columns (row 0 the top).
+/// A frame `[u, v]` as the image a detector stores.
 fn image(frame: impl Fn(usize, usize) -> f64) -> Vec<u16> {
-    let mut px = Vec::with_capacity(NU * NV);
-    for row in 0..NV {
-        for u in 0..NU {
-            px.push(frame(u, NV - 1 - row).clamp(0.0, 65535.0) as u16);
-        }
-    }
-    px
+    common::image16(NU, NV, frame)
 }
 
 fn write_tiff(path: &Path, frames: &[Vec<u16>]) {
-    let mut f = File::create(path).unwrap();
-    let mut enc = TiffEncoder::new(&mut f).unwrap();
-    for px in frames {
-        enc.write_image::<colortype::Gray16>(NU as u32, NV as u32, px)
-            .unwrap();
-    }
+    common::write_tiff16(path, NU, NV, frames)
 }
 
 /// The scan as TIFF: `proj/` (a file per view), `flat.tif`, `dark.tif`.
@@ -367,31 +354,6 @@ fn a_failure_in_a_later_slab_leaves_no_output() {
             assert!(left.is_empty(), "{out}: left {left:?}");
         }
     }
-}
-
-/// `rodl args` under `mpirun -np ranks`, ended after two minutes.
-#[cfg(feature = "mpi")]
-fn mpirun(ranks: usize, args: &[String]) -> (Option<i32>, String) {
-    let mut child = Command::new("mpirun")
-        .args(["--oversubscribe", "--allow-run-as-root", "-np"])
-        .arg(ranks.to_string())
-        .arg(env!("CARGO_BIN_EXE_rodl"))
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("mpirun (Debian: apt-get install openmpi-bin)");
-    let start = Instant::now();
-    while child.try_wait().expect("wait").is_none() {
-        if start.elapsed() > Duration::from_secs(120) {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("mpirun -np {ranks} rodl {args:?}: no end after 120 s (a hang)");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let out = child.wait_with_output().expect("output");
-    (out.status.code(), stderr(&out))
 }
 
 #[cfg(feature = "mpi")]

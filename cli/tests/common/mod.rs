@@ -3,8 +3,9 @@
 
 use std::ffi::OsStr;
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 /// A fresh directory under the system temp dir, removed on drop.
 pub struct TempDir(pub PathBuf);
@@ -67,4 +68,56 @@ pub fn rodl_ok<S: AsRef<OsStr>>(args: &[S]) -> Output {
         stderr(&out)
     );
     out
+}
+
+/// Runs `rodl args` under `mpirun -np ranks` (oversubscribed, allowed as root), its standard
+/// output discarded; a job still running after two minutes is killed as a hang (a failed
+/// test). Returns its exit code and standard error.
+pub fn mpirun<S: AsRef<OsStr> + std::fmt::Debug>(
+    ranks: usize,
+    args: &[S],
+) -> (Option<i32>, String) {
+    let mut child = Command::new("mpirun")
+        .args(["--oversubscribe", "--allow-run-as-root", "-np"])
+        .arg(ranks.to_string())
+        .arg(env!("CARGO_BIN_EXE_rodl"))
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("mpirun (Debian: apt-get install openmpi-bin)");
+    let start = Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if start.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("mpirun -np {ranks} rodl {args:?}: no end after 120 s (a hang)");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().expect("output");
+    (out.status.code(), stderr(&out))
+}
+
+/// A detector frame `[u, v]` of `nu × nv` pixels as the 16-bit image a detector stores
+/// (rows × columns, row 0 the top: `v` up), rounded and clamped to the 16-bit range.
+pub fn image16(nu: usize, nv: usize, frame: impl Fn(usize, usize) -> f64) -> Vec<u16> {
+    let mut px = Vec::with_capacity(nu * nv);
+    for row in 0..nv {
+        for u in 0..nu {
+            px.push(frame(u, nv - 1 - row).round().clamp(0.0, 65535.0) as u16);
+        }
+    }
+    px
+}
+
+/// Writes `frames` (images of [`image16`]) as the pages of one 16-bit TIFF file.
+pub fn write_tiff16(path: &std::path::Path, nu: usize, nv: usize, frames: &[Vec<u16>]) {
+    use tiff::encoder::{colortype, TiffEncoder};
+    let mut f = std::fs::File::create(path).unwrap();
+    let mut enc = TiffEncoder::new(&mut f).unwrap();
+    for px in frames {
+        enc.write_image::<colortype::Gray16>(nu as u32, nv as u32, px)
+            .unwrap();
+    }
 }
