@@ -35,19 +35,7 @@ const CENTRE: [f64; 2] = [4.0, -3.0];
 /// The geometry the scan was taken with: angles k·1.5° (the midpoints of ±0.75° cells; the first and last views are 178.5° apart, within the centre finder's 2°), a 1 mm
 /// detector shifted by SHIFT mm, the volume of `rodl scan`'s default (NU × NU × NV of 1 mm).
 fn truth_spec() -> TomoSpec {
-    let step = std::f64::consts::PI / VIEWS as f64;
-    let (hu, hv) = (NU as f64 / 2.0, NV as f64 / 2.0);
-    TomoSpec::from_json(&format!(
-        r#"{{"volume": {{"min_pt": [-{hu}, -{hu}, -{hv}], "max_pt": [{hu}, {hu}, {hv}],
-              "shape": [{NU}, {NU}, {NV}]}},
-            "geometry": {{"kind": "parallel3d",
-              "angles": {{"min": {}, "max": {}, "count": {VIEWS}}},
-              "detector": {{"min": [-{hu}, -{hv}], "max": [{hu}, {hv}], "shape": [{NU}, {NV}]}},
-              "det_offset": [{SHIFT}, 0]}}}}"#,
-        -0.5 * step,
-        std::f64::consts::PI - 0.5 * step
-    ))
-    .unwrap()
+    common::parallel_scan_spec(NU, NV, VIEWS, SHIFT)
 }
 
 /// The ball, sampled on the volume.

@@ -29,19 +29,7 @@ const I0: f64 = 20000.0;
 const DARK: f64 = 100.0;
 
 fn truth_spec() -> TomoSpec {
-    let step = std::f64::consts::PI / VIEWS as f64;
-    let (hu, hv) = (NU as f64 / 2.0, NV as f64 / 2.0);
-    TomoSpec::from_json(&format!(
-        r#"{{"volume": {{"min_pt": [-{hu}, -{hu}, -{hv}], "max_pt": [{hu}, {hu}, {hv}],
-              "shape": [{NU}, {NU}, {NV}]}},
-            "geometry": {{"kind": "parallel3d",
-              "angles": {{"min": {}, "max": {}, "count": {VIEWS}}},
-              "detector": {{"min": [-{hu}, -{hv}], "max": [{hu}, {hv}], "shape": [{NU}, {NV}]}},
-              "det_offset": [{SHIFT}, 0]}}}}"#,
-        -0.5 * step,
-        std::f64::consts::PI - 0.5 * step
-    ))
-    .unwrap()
+    common::parallel_scan_spec(NU, NV, VIEWS, SHIFT)
 }
 
 /// Counts `[view, u, v]` of a ball whose radius changes with the height (slices differ).

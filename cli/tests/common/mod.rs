@@ -121,3 +121,23 @@ pub fn write_tiff16(path: &std::path::Path, nu: usize, nv: usize, frames: &[Vec<
             .unwrap();
     }
 }
+
+/// The geometry and default volume of a parallel-beam scan as `rodl scan` builds them from a
+/// file of `views` projections of `nu × nv` pixels of 1 mm over [0°, 180°): angles at the
+/// midpoints of equal cells, the detector shifted by `shift` mm along u, the volume `nu × nu ×
+/// nv` cells of 1 mm.
+pub fn parallel_scan_spec(nu: usize, nv: usize, views: usize, shift: f64) -> rodl::tomo::TomoSpec {
+    let step = std::f64::consts::PI / views as f64;
+    let (hu, hv) = (nu as f64 / 2.0, nv as f64 / 2.0);
+    rodl::tomo::TomoSpec::from_json(&format!(
+        r#"{{"volume": {{"min_pt": [-{hu}, -{hu}, -{hv}], "max_pt": [{hu}, {hu}, {hv}],
+              "shape": [{nu}, {nu}, {nv}]}},
+            "geometry": {{"kind": "parallel3d",
+              "angles": {{"min": {}, "max": {}, "count": {views}}},
+              "detector": {{"min": [-{hu}, -{hv}], "max": [{hu}, {hv}], "shape": [{nu}, {nv}]}},
+              "det_offset": [{shift}, 0]}}}}"#,
+        -0.5 * step,
+        std::f64::consts::PI - 0.5 * step
+    ))
+    .unwrap()
+}
