@@ -252,3 +252,59 @@ pub unsafe fn apply_to_cuda_memory<T: Scalar>(
     // SAFETY: the caller guarantees the stream.
     unsafe { Cuda::run_on_stream(id, stream, &mut run) }
 }
+
+/// Runs `f` on the caller's CUDA memory lent as one element: the `shape`-shaped values of type
+/// `T` (C order) at device address `ptr` of GPU `id`, **on the caller's CUDA `stream`** (0: the
+/// legacy default stream), ordered with it as [`apply_to_cuda_memory`] is (no synchronisation
+/// of host or device beyond what `f` itself does, e.g. reading a count back). For the
+/// functions on elements that work in place — the preprocessing of
+/// [`crate::preprocess`] such as [`FlatField::apply_element`](crate::preprocess::FlatField::apply_element)
+/// or [`remove_stripes_sorting_element`](crate::preprocess::remove_stripes_sorting_element):
+/// the results are left in the caller's memory, with no copy to the host.
+///
+/// An `f` that replaced the element's storage (instead of writing into it) is an error: its
+/// results would not be in the caller's memory.
+///
+/// # Safety
+/// `ptr` must address `shape`'s product of values of type `T`, a live allocation of GPU `id`'s
+/// primary context that nothing else reads or writes during the call other than through work
+/// ordered on `stream`; `stream` must be a live stream of that context (or 0); the memory must
+/// stay allocated until the work queued on `stream` after this call has run.
+pub unsafe fn with_cuda_memory<T: Scalar, R>(
+    id: usize,
+    ptr: u64,
+    shape: &[usize],
+    stream: u64,
+    f: impl FnOnce(&mut Element<T>) -> Result<R>,
+) -> Result<R> {
+    shape
+        .iter()
+        .try_fold(1usize, |n, &k| n.checked_mul(k))
+        .and_then(|n| n.checked_mul(std::mem::size_of::<T>()))
+        .and_then(|b| ptr.checked_add(b as u64))
+        .ok_or_else(|| Error::invalid("with_cuda_memory: the tensor's size overflows addresses"))?;
+    let mut f = Some(f);
+    let mut result = None;
+    let mut run = || -> Result<()> {
+        // SAFETY: the caller's memory, as promised.
+        let s = unsafe { Storage::borrow_cuda(id, ptr, shape)? };
+        let mut x = Borrowed {
+            elem: Some(Element::tensor(s)),
+            at: vec![ptr],
+        };
+        let f = f
+            .take()
+            .ok_or_else(|| Error::invalid("with_cuda_memory: run twice"))?;
+        let r = f(x.get_mut())?;
+        if !x.release() {
+            return Err(Error::invalid(
+                "with_cuda_memory: the function replaced the element's memory instead of writing into it",
+            ));
+        }
+        result = Some(r);
+        Ok(())
+    };
+    // SAFETY: the caller guarantees the stream.
+    unsafe { Cuda::run_on_stream(id, stream, &mut run)? };
+    result.ok_or_else(|| Error::invalid("with_cuda_memory: the function did not run"))
+}

@@ -29,6 +29,7 @@ mod limits;
 mod noise;
 mod out_of_core;
 mod output;
+mod scan_cone;
 mod scan_input;
 mod scan_options;
 mod scan_slabs;

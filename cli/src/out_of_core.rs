@@ -81,11 +81,12 @@ const BYTES_PER_VIEW: u64 = 512;
 /// filter's row buffers.
 const PIECE_SLACK: u64 = 256 << 10;
 
-/// The plan of `job` on `setup` in values of `T`, under the host-memory limit.
+/// The plan of `job` on `setup` in values of `T`, under the memory limit `limit` (bytes).
 fn make_plan<T: NpyScalar>(
     setup: &Setup,
     compute: &Compute,
     job: &Job,
+    limit: u64,
 ) -> Result<(SplitProblem, SplitPlan), Failure> {
     let space = setup.spec.volume.space::<T>()?;
     let geometry = &setup.geometry;
@@ -113,7 +114,6 @@ fn make_plan<T: NpyScalar>(
         let weights = views.saturating_mul(geometry.vec().nu() as u64 * 16 * terms);
         overhead = overhead.saturating_add(weights);
     }
-    let limit = host_memory_limit();
     let fixed = views.saturating_mul(BYTES_PER_VIEW);
     let budget = limit.saturating_sub(fixed);
     let problem = problem
@@ -134,7 +134,7 @@ fn make_plan<T: NpyScalar>(
 }
 
 /// Runs `job` in pieces on the mapped `input` (values of type `T`, checked to have the job's
-/// input shape), writing the output `slot` of `outputs` in place.
+/// input shape), writing the output `slot` of `outputs` in place, under the host-memory limit.
 pub fn run<T: NpyScalar>(
     setup: &Setup,
     compute: &Compute,
@@ -143,7 +143,28 @@ pub fn run<T: NpyScalar>(
     outputs: &mut Outputs,
     slot: Slot,
 ) -> Result<Summary, Failure> {
-    let (problem, split) = make_plan::<T>(setup, compute, job)?;
+    run_within::<T>(
+        setup,
+        compute,
+        job,
+        input,
+        outputs,
+        slot,
+        host_memory_limit(),
+    )
+}
+
+/// [`run`] under the memory limit `limit` (bytes; `rodl scan --memory`).
+pub fn run_within<T: NpyScalar>(
+    setup: &Setup,
+    compute: &Compute,
+    job: &Job,
+    input: &MappedNpy,
+    outputs: &mut Outputs,
+    slot: Slot,
+    limit: u64,
+) -> Result<Summary, Failure> {
+    let (problem, split) = make_plan::<T>(setup, compute, job, limit)?;
     return_freed_memory();
     let (in_shape, out_shape, what) = match job {
         Job::Project(_) => (

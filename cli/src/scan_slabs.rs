@@ -311,7 +311,7 @@ impl Sink<'_> {
     /// Collective: writes this rank's slab of this round (`z0`: its first slice in the
     /// output), if it has one.
     #[cfg_attr(not(feature = "hdf5"), allow(unused_variables))]
-    fn write(
+    pub fn write(
         &mut self,
         across: &Across,
         slab: Option<(usize, Array3<f32>)>,

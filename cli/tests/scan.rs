@@ -419,3 +419,174 @@ with h5py.File(sys.argv[1], "w") as f:
         "NXtomo and TIFF reconstructions differ by {diff}"
     );
 }
+
+/// A 32-bit float TIFF slice `[x, y]` as rodl writes it (rows of y from the top).
+fn read_tiff_slice(path: &Path) -> Vec<f32> {
+    let mut d = tiff::decoder::Decoder::new(std::fs::File::open(path).unwrap()).unwrap();
+    match d.read_image().unwrap() {
+        tiff::decoder::DecodingResult::F32(v) => v,
+        _ => panic!("{} is not float32", path.display()),
+    }
+}
+
+#[test]
+fn a_cone_scan_beyond_the_memory_limit_goes_out_of_core_and_equals_the_in_memory_one() {
+    // Frames read as a cone beam (their values need not fit a cone's geometry: the
+    // in-memory and the out-of-core scans are compared): 120 views of 40 × 16 pixels, whose
+    // scan needs about 820 KB in memory.
+    let dir = TempDir::new("scan-cone-ooc");
+    let (nu, nv) = (40, 16);
+    std::fs::create_dir_all(dir.path("proj")).unwrap();
+    for a in 0..VIEWS {
+        let t = a as f64 * 3.0 * std::f64::consts::PI / VIEWS as f64;
+        let px = common::image16(nu, nv, |u, v| {
+            let r = (u as f64 - 20.0 - 6.0 * t.cos()) / 7.0;
+            let z = (v as f64 - 7.5) / 6.0;
+            I0 * (-0.8 * (-(r * r) - z * z).exp()).exp() + DARK
+        });
+        common::write_tiff16(&dir.path(&format!("proj/p_{a:04}.tif")), nu, nv, &[px]);
+    }
+    let flats: Vec<_> = (0..3)
+        .map(|_| common::image16(nu, nv, |_, _| I0 + DARK))
+        .collect();
+    common::write_tiff16(&dir.path("flat.tif"), nu, nv, &flats);
+    let darks: Vec<_> = (0..2)
+        .map(|_| common::image16(nu, nv, |_, _| DARK))
+        .collect();
+    common::write_tiff16(&dir.path("dark.tif"), nu, nv, &darks);
+    let mut base = tiff_args(&dir);
+    let k = base.iter().position(|a| a == "--angles").unwrap();
+    base[k + 1] = "0:360".into();
+    base.extend(
+        [
+            "--source-distance",
+            "400",
+            "--detector-distance",
+            "100",
+            "--centre",
+            "3.4",
+            "--stripes",
+            "5",
+            "--threads",
+            "1",
+        ]
+        .map(String::from),
+    );
+    let run = |extra: &[&str], out: &Path| {
+        let mut a = base.clone();
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a.extend(["-o".to_string(), out.to_string_lossy().into_owned()]);
+        rodl(&a)
+    };
+    let ok = |o: std::process::Output| {
+        assert!(o.status.success(), "{}", stderr(&o));
+        stderr(&o)
+    };
+    let (whole, whole_y) = (dir.path("whole.npy"), dir.path("whole_y.npy"));
+    ok(run(
+        &["-q", "--data-out", &whole_y.to_string_lossy()],
+        &whole,
+    ));
+    let (ooc, ooc_y) = (dir.path("ooc.npy"), dir.path("ooc_y.npy"));
+    let err = ok(run(
+        &[
+            "-v",
+            "--memory",
+            "600K",
+            "--data-out",
+            &ooc_y.to_string_lossy(),
+        ],
+        &ooc,
+    ));
+    assert!(err.contains("out of core"), "{err}");
+    assert!(err.contains("2 slabs of at most 10 rows"), "{err}");
+    let (a, b): (ArrayD<f32>, ArrayD<f32>) = (read_npy(&whole).unwrap(), read_npy(&ooc).unwrap());
+    let (ya, yb): (ArrayD<f32>, ArrayD<f32>) =
+        (read_npy(&whole_y).unwrap(), read_npy(&ooc_y).unwrap());
+    let max_abs = |x: &ArrayD<f32>| x.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+    let diff = |x: &ArrayD<f32>, y: &ArrayD<f32>| {
+        assert_eq!(x.shape(), y.shape());
+        x.iter()
+            .zip(y)
+            .fold(0.0f32, |m, (p, q)| m.max((p - q).abs()))
+            / max_abs(x)
+    };
+    let (dy, dx) = (diff(&ya, &yb), diff(&a, &b));
+    eprintln!("out of core against in memory: line integrals {dy:.2e}, volume {dx:.2e} (relative to the largest value)");
+    assert!(dy <= 1e-6, "line integrals differ by {dy}");
+    assert!(dx <= 1e-5, "volumes differ by {dx}");
+    // Nothing left over but the outputs (the temporary line integrals removed).
+    let listing = dir.listing();
+    assert!(
+        !listing.iter().any(|n| n.contains("rodl-tmp")),
+        "{listing:?}"
+    );
+
+    // A TIFF stack: slices equal to the .npy volume's (without --data-out, through a
+    // temporary file of line integrals).
+    let slices = dir.path("slices");
+    ok(run(&["-q", "--memory", "600K"], &slices));
+    for z in 0..nv {
+        let s = read_tiff_slice(&slices.join(format!("slice_{z:04}.tif")));
+        let want: Vec<f32> = (0..nu)
+            .rev()
+            .flat_map(|y| (0..nu).map(move |x| (x, y)))
+            .map(|(x, y)| b[[x, y, z]])
+            .collect();
+        let d = s
+            .iter()
+            .zip(&want)
+            .fold(0.0f32, |m, (p, q)| m.max((p - q).abs()));
+        assert!(d <= 1e-6 * max_abs(&b), "slice {z} differs by {d}");
+    }
+    #[cfg(feature = "hdf5")]
+    {
+        let h5 = dir.path("ooc.h5");
+        ok(run(&["-q", "--memory", "600K"], &h5));
+        assert_eq!(read_h5_volume(&h5), b);
+    }
+    let listing = dir.listing();
+    assert!(
+        !listing.iter().any(|n| n.contains("rodl-tmp")),
+        "{listing:?}"
+    );
+
+    // What this path cannot do is refused before any output, with the reason.
+    for (extra, needle) in [
+        (
+            &[
+                "--memory",
+                "600K",
+                "--algorithm",
+                "sirt",
+                "--iterations",
+                "2",
+            ][..],
+            "fbp (FDK) only",
+        ),
+        (
+            &["--memory", "600K", "--tiff-depth", "uint16"][..],
+            "--tiff-depth float32",
+        ),
+        (&["--memory", "20K"][..], "more than the memory budget"),
+    ] {
+        let out = if extra.contains(&"--tiff-depth") {
+            dir.path("never")
+        } else {
+            dir.path("never.npy")
+        };
+        let o = run(extra, &out);
+        let msg = stderr(&o);
+        assert!(
+            !o.status.success() && msg.contains(needle),
+            "{extra:?}: {msg}"
+        );
+        assert_eq!(msg.trim().lines().count(), 1, "{msg}");
+        assert!(!out.exists());
+    }
+    let listing = dir.listing();
+    assert!(
+        !listing.iter().any(|n| n.contains("rodl-tmp")),
+        "{listing:?}"
+    );
+}

@@ -4,8 +4,12 @@ The readers are rodl's own (``rodl::io`` in Rust): a :class:`Scan` holds the pro
 flats and darks as float32 arrays ``[frame, u, v]`` (u the image column, v its row from the
 bottom, rodl's and ODL's data layout), the angles in radians and what the file records (lengths
 in metres). NXtomo and DXchange need a build with HDF5 (``HDF5_BUILT``); otherwise they raise
-``NotImplementedError``. The preprocessing functions take NumPy arrays or PyTorch tensors (a
-tensor is processed on the host and returned on its device) and return new arrays.
+``NotImplementedError``. The preprocessing functions take NumPy arrays or PyTorch tensors and
+return new arrays (their input is left as it was). A PyTorch **CUDA** tensor is processed on its
+GPU by rodl's kernels, in float32 on the tensor's current stream, with the host's results (bit
+for bit; ``neg_log`` to two units in the last place): :func:`flat_field`, :func:`neg_log`,
+:func:`remove_zingers` and :func:`remove_stripes`. Other tensors, and the centre finders and
+:func:`paganin`, compute on the host and return their result on the tensor's device.
 
 >>> import numpy as np, rodl
 >>> counts = np.full((4, 8, 2), 50.0, dtype="float32")
@@ -79,10 +83,35 @@ def _apply(fn: Callable[..., Any], arrays: Tuple[Any, ...], *rest: Any) -> Any:
     return torch.from_numpy(out).to(device)
 
 
+def _cuda_copy(value: Any) -> Any:
+    """For a PyTorch CUDA tensor: a float32, C-contiguous copy of it on its device and that
+    device's current stream (``(copy, stream)``); for anything else ``None``."""
+    torch = sys.modules.get("torch")
+    if torch is None or not isinstance(value, torch.Tensor) or value.device.type != "cuda":
+        return None
+    if value.is_complex():
+        raise TypeError("rodl.io's preprocessing takes real data, got a complex tensor")
+    copy = value.detach().to(dtype=torch.float32, memory_format=torch.contiguous_format, copy=True)
+    return copy, torch.cuda.current_stream(copy.device).cuda_stream
+
+
+def _on_gpu(fn: Callable[..., Any], copy: Any, stream: int, *rest: Any) -> Any:
+    """``fn`` (one of ``_rodl``'s ``*_cuda`` functions) in place on the tensor ``copy`` on
+    ``stream``."""
+    # DLPack's stream argument: 1 names the legacy default stream (0 is not allowed there).
+    return fn(copy.__dlpack__(stream=stream if stream != 0 else 1), stream, *rest)
+
+
 def flat_field(projections: Any, flats: Any, darks: Optional[Any] = None) -> Any:
     """Flat/dark correction ``(p - mean(darks)) / (mean(flats) - mean(darks))`` (without darks:
     ``p / mean(flats)``) of ``projections`` ``[angle, u, v]``; pixels whose flat is not above
     the dark are set to 1."""
+    gpu = _cuda_copy(projections)
+    if gpu is not None:
+        copy, stream = gpu
+        dark = None if darks is None else _host(darks)
+        _on_gpu(_rodl._flat_field_cuda, copy, stream, _host(flats), dark)
+        return copy
     if darks is None:
         return _apply(_rodl.flat_field, (projections, flats))
     return _apply(_rodl.flat_field, (projections, flats, darks))
@@ -90,18 +119,29 @@ def flat_field(projections: Any, flats: Any, darks: Optional[Any] = None) -> Any
 
 def neg_log(data: Any, floor: float = 1e-6) -> Any:
     """``-log(data)`` with values below ``floor`` clamped to it first (no NaN or Inf)."""
+    gpu = _cuda_copy(data)
+    if gpu is not None:
+        _on_gpu(_rodl._neg_log_cuda, *gpu, floor)
+        return gpu[0]
     return _apply(_rodl.neg_log, (data,), floor)
 
 
 def remove_zingers(frames: Any, threshold: float) -> Any:
     """Replaces pixels more than ``threshold`` above their 3 x 3 median by it; returns
     ``(frames, count)``."""
+    gpu = _cuda_copy(frames)
+    if gpu is not None:
+        return gpu[0], _on_gpu(_rodl._remove_zingers_cuda, *gpu, threshold)
     return _apply(_rodl.remove_zingers, (frames,), threshold)
 
 
 def remove_stripes(data: Any, size: int) -> Any:
     """Ring removal by sorting (Vo, Atwood, Drakopoulos 2018) on line integrals
     ``[angle, u, v]`` with an odd median width ``size`` across the detector."""
+    gpu = _cuda_copy(data)
+    if gpu is not None:
+        _on_gpu(_rodl._remove_stripes_cuda, *gpu, size)
+        return gpu[0]
     return _apply(_rodl.remove_stripes, (data,), size)
 
 

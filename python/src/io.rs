@@ -287,7 +287,11 @@ fn stack(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Array3<f32>> {
     })
 }
 
-fn to_frames(obj: Option<&Bound<'_, PyAny>>, what: &str, shape: [usize; 2]) -> PyResult<Frames> {
+pub(crate) fn to_frames(
+    obj: Option<&Bound<'_, PyAny>>,
+    what: &str,
+    shape: [usize; 2],
+) -> PyResult<Frames> {
     match obj {
         None => Ok(Frames::empty(shape)),
         Some(o) => Ok(Frames {

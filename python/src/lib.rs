@@ -15,6 +15,7 @@ mod geometry;
 mod io;
 mod operator;
 mod phantom;
+mod preprocess_cuda;
 mod scalar;
 mod solvers;
 mod space;
@@ -37,6 +38,7 @@ fn _rodl(m: &Bound<'_, PyModule>) -> PyResult<()> {
     solvers::register(m)?;
     diagnostics::register(m)?;
     io::register(m)?;
+    preprocess_cuda::register(m)?;
     distributed::register(m)?;
     Ok(())
 }

@@ -147,6 +147,19 @@ def test_tensors_come_back_as_tensors_on_their_device():
     assert isinstance(clean, torch.Tensor) and n == 0
 
 
+def test_the_gpu_forms_refuse_host_tensors_and_other_dtypes():
+    # rodl.io hands CUDA tensors to these (tests/test_io_gpu.py); host memory never reaches them.
+    torch = pytest.importorskip("torch")
+    from rodl import _rodl
+
+    with pytest.raises(ValueError, match="CUDA tensor"):
+        _rodl._neg_log_cuda(torch.ones(3).__dlpack__(), 0, 1e-6)
+    with pytest.raises(TypeError, match="float32"):
+        _rodl._remove_stripes_cuda(torch.ones((2, 3, 1), dtype=torch.float64).__dlpack__(), 0, 3)
+    with pytest.raises(ValueError, match="3D"):
+        _rodl._remove_zingers_cuda(torch.ones((2, 3)).__dlpack__(), 0, 1.0)
+
+
 needs_hdf5 = pytest.mark.skipif(not rodl.io.HDF5_BUILT, reason="a build without HDF5 (cargo feature hdf5)")
 
 

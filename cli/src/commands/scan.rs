@@ -46,11 +46,15 @@ use crate::stages::Stages;
 use crate::Failure;
 
 /// The outputs of `rodl scan` prepared (their temporary files created) before any work.
-struct Prepared {
-    outputs: Outputs,
-    npy: Option<Slot>,
-    geometry: Option<Slot>,
-    data: Option<Slot>,
+pub(crate) struct Prepared {
+    /// The set of outputs.
+    pub outputs: Outputs,
+    /// The `.npy` volume's.
+    pub npy: Option<Slot>,
+    /// `--geometry-out`'s.
+    pub geometry: Option<Slot>,
+    /// `--data-out`'s.
+    pub data: Option<Slot>,
 }
 
 /// The filter of `--filter`.
@@ -200,19 +204,36 @@ pub fn run(args: &ScanArgs) -> Result<(), Failure> {
             stages,
         );
     };
+    if args.slab_rows.is_some() {
+        return Err(Failure::usage(format!("--slab-rows: {why}")));
+    }
+    if args.verbose {
+        crate::term::note(&summary(args, &input, [n, nu, nv], &rows));
+    }
+    if let Err(e) = check_memory(n, nu, rows.len(), settings.is_some(), args.memory, why) {
+        // A cone scan that does not fit goes out of core (FDK through a file).
+        if !cone {
+            return Err(e);
+        }
+        if let Some(reason) = crate::scan_cone::refused(args, format, settings.is_some()) {
+            return Err(Failure::new(format!("{}; {reason}", e.message())));
+        }
+        let cone_scan = crate::scan_cone::ConeScan {
+            args,
+            rows,
+            filter,
+            format,
+            compute: &compute,
+            limit: args.memory.unwrap_or(u64::MAX).min(host_memory_limit()),
+        };
+        return cone_scan.run(input, prepared, &mut stages);
+    }
     let Prepared {
         mut outputs,
         npy: npy_slot,
         geometry: geometry_slot,
         data: data_slot,
     } = prepared;
-    if args.slab_rows.is_some() {
-        return Err(Failure::usage(format!("--slab-rows: {why}")));
-    }
-    check_memory(n, nu, rows.len(), settings.is_some(), args.memory, why)?;
-    if args.verbose {
-        crate::term::note(&summary(args, &input, [n, nu, nv], &rows));
-    }
     let phase = paganin_options(args, &input.info, cone)?;
     let opts = ScanGeometryOptions {
         beam: if cone {
