@@ -424,8 +424,9 @@ pub struct ScanArgs {
     pub rows: Option<crate::scan_options::RowRange>,
     /// The memory budget, e.g. `512M` or `8G` (default: the available memory, or
     /// RODL_MEMORY_LIMIT): a parallel beam's rows are read, preprocessed, reconstructed and
-    /// written in slabs that fit in it; what is reconstructed whole (a cone beam, --paganin,
-    /// --data-out) must fit in it.
+    /// written in slabs that fit in it; a cone beam's FDK beyond it runs out of core (through
+    /// a file of line integrals); what else is reconstructed whole (--paganin, --data-out, an
+    /// iterative method on a cone beam) must fit in it.
     #[arg(long, value_name = "BYTES", value_parser = parse_memory)]
     pub memory: Option<u64>,
     /// Parallel beam: at most N detector rows per slab (default: as many as --memory holds).

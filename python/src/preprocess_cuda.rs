@@ -23,9 +23,6 @@ fn gpu_tensor(data: &Bound<'_, PyAny>, dims: Option<usize>) -> PyResult<TensorRe
             t.bits
         )));
     }
-    if !matches!(t.place, Place::Cuda(_)) {
-        return Err(value_error("data: expected a CUDA tensor"));
-    }
     if let Some(d) = dims {
         if t.shape.len() != d {
             return Err(value_error(format!(
@@ -33,6 +30,9 @@ fn gpu_tensor(data: &Bound<'_, PyAny>, dims: Option<usize>) -> PyResult<TensorRe
                 t.shape
             )));
         }
+    }
+    if !matches!(t.place, Place::Cuda(_)) {
+        return Err(value_error("data: expected a CUDA tensor"));
     }
     Ok(t)
 }

@@ -164,11 +164,6 @@ impl<T> DeviceTensor<T> {
     }
 
     /// Uninhabited.
-    pub(crate) fn device_addr(&self) -> u64 {
-        match self.0 {}
-    }
-
-    /// Uninhabited.
     pub(crate) fn device_ordinal(&self) -> usize {
         match self.0 {}
     }

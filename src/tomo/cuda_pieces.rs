@@ -167,20 +167,22 @@ impl PieceRunner {
             let rows = g.len() * self.view_len;
             let gptr = match &sino {
                 Out::Host(_) => addr(ctx, &group_bufs[gb.min(group_bufs.len() - 1)]),
-                Out::Device(base) => base + (g.start * self.view_len * F32) as u64,
+                Out::Device(base) => base.device_addr() + (g.start * self.view_len * F32) as u64,
             };
             for si in 0..ns {
                 let sb = if ns > 1 { k % 2 } else { 0 };
                 let runs = self.slab_runs(si);
                 let vptr = match &vol {
-                    In::Device(base) if runs.is_contiguous() => base + (runs.offset() * F32) as u64,
+                    In::Device(base) if runs.is_contiguous() => {
+                        base.device_addr() + (runs.offset() * F32) as u64
+                    }
                     In::Device(base) => {
                         // A strided slab of a device volume: packed into the slab buffer on the
                         // compute stream, ahead of its kernels.
                         let p = addr(ctx, &slab_bufs[0]);
                         // SAFETY: the volume holds the runs (the caller's device data of this
                         // transform) and the buffer max_slab ≥ runs.total() values.
-                        unsafe { copy_device(runs, *base, p, true, compute)? };
+                        unsafe { copy_device(runs, base.device_addr(), p, true, compute)? };
                         p
                     }
                     In::Host(h) => {
@@ -249,7 +251,7 @@ impl PieceRunner {
                 return unsafe {
                     copy_device(
                         runs,
-                        *base,
+                        base.device_addr(),
                         addr(&self.ctx, &bufs[0]),
                         false,
                         &self.ctx.stream(),
@@ -293,13 +295,13 @@ impl PieceRunner {
             let runs = self.slab_runs(si);
             let in_place = matches!(vol, Out::Device(_)) && runs.is_contiguous();
             let vptr = match &vol {
-                Out::Device(base) if in_place => base + (runs.offset() * F32) as u64,
+                Out::Device(base) if in_place => base.device_addr() + (runs.offset() * F32) as u64,
                 _ => addr(ctx, &slab_bufs[sb.min(slab_bufs.len() - 1)]),
             };
             for (gi, g) in self.groups.iter().enumerate() {
                 let gb = if ng > 1 { k % 2 } else { 0 };
                 let sptr = match &sino {
-                    In::Device(base) => base + (g.start * self.view_len * F32) as u64,
+                    In::Device(base) => base.device_addr() + (g.start * self.view_len * F32) as u64,
                     In::Host(h) => {
                         let p = addr(ctx, &group_bufs[gb]);
                         if ng > 1 || si == 0 {
@@ -449,12 +451,8 @@ impl GpuPieces for PieceRunner {
 
     /// `sino = A vol`, piece by piece (see the [module](self)).
     fn forward(&self, vol: In<'_>, sino: Out<'_>) -> Result<()> {
-        if let In::Host(h) = &vol {
-            self.check_len("a volume", h.len(), self.volume_len())?;
-        }
-        if let Out::Host(h) = &sino {
-            self.check_len("a sinogram", h.len(), self.data_len())?;
-        }
+        self.check_len("a volume", in_len(&vol), self.volume_len())?;
+        self.check_len("a sinogram", out_len(&sino), self.data_len())?;
         self.ctx.bind()?;
         let mut guard = self.lanes()?;
         let lanes = guard
@@ -481,12 +479,8 @@ impl GpuPieces for PieceRunner {
 
     /// `vol = Aᵀ sino`, piece by piece (see the [module](self)).
     fn transpose(&self, sino: In<'_>, vol: Out<'_>) -> Result<()> {
-        if let In::Host(h) = &sino {
-            self.check_len("a sinogram", h.len(), self.data_len())?;
-        }
-        if let Out::Host(h) = &vol {
-            self.check_len("a volume", h.len(), self.volume_len())?;
-        }
+        self.check_len("a sinogram", in_len(&sino), self.data_len())?;
+        self.check_len("a volume", out_len(&vol), self.volume_len())?;
         self.ctx.bind()?;
         let mut guard = self.lanes()?;
         let lanes = guard
@@ -506,11 +500,29 @@ impl GpuPieces for PieceRunner {
     }
 }
 
+/// The values an input holds.
+fn in_len(x: &In<'_>) -> usize {
+    match x {
+        In::Host(h) => h.len(),
+        In::Device(t) => t.len(),
+    }
+}
+
+/// The values an output has room for.
+fn out_len(x: &Out<'_>) -> usize {
+    match x {
+        Out::Host(h) => h.len(),
+        Out::Device(t) => t.len(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     //! Pieces against the whole transform (needs a GPU). The timing of layouts is
     //! `benches/pieces_profile.rs` (`CudaOptions::with_pieces`).
     use super::*;
+    use crate::backend::cuda::DeviceTensor;
+    use crate::backend::{BackendStorage, DeviceBackend};
     use crate::tomo::Geometry;
     use crate::{uniform_discr, UniformPartition};
 
@@ -559,11 +571,11 @@ mod tests {
         let (mut fw, mut aw) = (vec![0.0f32; nsino], vec![0.0f32; nvol]);
         whole.forward(In::Host(&x), Out::Host(&mut fw))?;
         whole.transpose(In::Host(&y), Out::Host(&mut aw))?;
-        let ctx = device_ctx(0)?;
-        let dx = ctx.stream().clone_htod(&x).map_err(driver_err("upload"))?;
-        let dy = ctx.stream().clone_htod(&y).map_err(driver_err("upload"))?;
-        let ds = ctx.alloc_raw::<f32>(nsino)?;
-        let dv = ctx.alloc_raw::<f32>(nvol)?;
+        let on_gpu =
+            |v: &[f32]| DeviceTensor::from_host(0, ndarray::ArrayView1::from(v).into_dyn());
+        let (dx, dy) = (on_gpu(&x)?, on_gpu(&y)?);
+        let mut ds = DeviceTensor::<f32>::zeros(0, &[nsino])?;
+        let mut dv = DeviceTensor::<f32>::zeros(0, &[nvol])?;
         for axis in 0..3 {
             let slabs = vec![0..12, 12..13, 13..28, 28..n];
             let groups = vec![0..7, 7..geom.num_views()];
@@ -572,17 +584,11 @@ mod tests {
             r.forward(In::Host(&x), Out::Host(&mut f))?;
             r.transpose(In::Host(&y), Out::Host(&mut a))?;
             let (ef, ea) = (rel(&f, &fw), rel(&a, &aw));
-            r.forward(In::Device(addr(&ctx, &dx)), Out::Device(addr(&ctx, &ds)))?;
-            r.transpose(In::Device(addr(&ctx, &dy)), Out::Device(addr(&ctx, &dv)))?;
-            let f_dev = ctx
-                .stream()
-                .clone_dtoh(&ds)
-                .map_err(driver_err("download"))?;
-            let a_dev = ctx
-                .stream()
-                .clone_dtoh(&dv)
-                .map_err(driver_err("download"))?;
-            let (efd, ead) = (rel(&f_dev, &fw), rel(&a_dev, &aw));
+            r.forward(In::Device(&dx), Out::Device(&mut ds))?;
+            r.transpose(In::Device(&dy), Out::Device(&mut dv))?;
+            let (f_dev, a_dev) = (ds.to_host()?, dv.to_host()?);
+            let flat = |a: &ndarray::ArrayD<f32>| a.iter().copied().collect::<Vec<f32>>();
+            let (efd, ead) = (rel(&flat(&f_dev), &fw), rel(&flat(&a_dev), &aw));
             eprintln!(
                 "axis {axis}: host forward {ef:.1e}, adjoint {ea:.1e}; device forward {efd:.1e},                  adjoint {ead:.1e}"
             );
@@ -591,7 +597,6 @@ mod tests {
                 "axis {axis}"
             );
         }
-        ctx.stream().synchronize().map_err(driver_err("sync"))?;
         Ok(())
     }
 }

@@ -41,13 +41,13 @@ pub(crate) trait GpuRay: Sized {
     ) -> Result<()>;
 }
 
-/// Input data of a piecewise call: host memory, or a device address of the runner's GPU.
+/// Input data of a piecewise call: host memory, or a tensor on the runner's GPU.
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))] // read by the CUDA build's runner
 pub(crate) enum In<'a> {
     /// Host memory (copied up piece by piece).
     Host(&'a [f32]),
-    /// Device memory of the runner's GPU holding all the values (used in place).
-    Device(u64),
+    /// A tensor of the runner's GPU holding all the values (used in place).
+    Device(&'a DeviceTensor<f32>),
 }
 
 /// Output data of a piecewise call.
@@ -55,8 +55,8 @@ pub(crate) enum In<'a> {
 pub(crate) enum Out<'a> {
     /// Host memory (copied down piece by piece).
     Host(&'a mut [f32]),
-    /// Device memory of the runner's GPU with room for all the values (written in place).
-    Device(u64),
+    /// A tensor of the runner's GPU with room for all the values (written in place).
+    Device(&'a mut DeviceTensor<f32>),
 }
 
 /// The ray transform in pieces (slabs of the volume along an axis × groups of views) on one

@@ -13,6 +13,9 @@
 //! reconstructed and written. The geometry built is the file's (see
 //! [`rodl::io::ScanInfo::geometry_spec`]) in millimetres, restricted to the rows.
 //!
+//! A cone scan that does not fit in the memory limit is reconstructed out of core through a
+//! file of line integrals ([`crate::scan_cone`]).
+//!
 //! Outputs: the `.npy` volume, `--geometry-out` and `--data-out` are written as one unit
 //! ([`crate::output`]); a TIFF stack or an HDF5 volume is written atomically by the library
 //! first (each all or nothing), then the other outputs are committed.

@@ -355,7 +355,7 @@ impl CudaProjector {
             )),
             Storage::Cuda(d) => {
                 let d = T::as_f32::<DeviceTensorOf>(d).ok_or_else(not_f32::<T>)?;
-                (d.device_ordinal() == self.id).then(|| In::Device(d.device_addr()))
+                (d.device_ordinal() == self.id).then_some(In::Device(d))
             }
         })
     }
@@ -367,7 +367,7 @@ impl CudaProjector {
             )),
             Storage::Cuda(d) => {
                 let d = T::as_f32_mut::<DeviceTensorOf>(d).ok_or_else(not_f32::<T>)?;
-                (d.device_ordinal() == self.id).then(|| Out::Device(d.device_addr()))
+                (d.device_ordinal() == self.id).then_some(Out::Device(d))
             }
         })
     }
