@@ -10,12 +10,27 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use ndarray::{ArrayD, ArrayViewD, Dimension};
+
 #[cfg(test)]
 use ndarray_npy::ReadNpyExt;
 use ndarray_npy::{ViewMutNpyExt, ViewNpyExt, WriteNpyExt};
 
-use crate::output::WriteError;
 use crate::Failure;
+
+/// Why writing an output failed: an I/O error (reported with the output's path) or a failure
+/// with its own message.
+pub enum WriteError {
+    /// Writing failed.
+    Io(std::io::Error),
+    /// Producing the data failed.
+    Failure(Failure),
+}
+
+impl From<std::io::Error> for WriteError {
+    fn from(e: std::io::Error) -> Self {
+        WriteError::Io(e)
+    }
+}
 
 /// The element type of an `.npy` file that rodl can read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

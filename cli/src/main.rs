@@ -32,6 +32,7 @@ mod output;
 mod scan_cone;
 mod scan_input;
 mod scan_options;
+mod scan_outputs;
 mod scan_slabs;
 mod scan_steps;
 mod stages;

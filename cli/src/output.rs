@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
+pub use crate::io::WriteError;
 use crate::Failure;
 
 /// The temporary files that exist now, removed on a signal.
@@ -469,21 +470,6 @@ impl Drop for Outputs {
                 forget(temp);
             }
         }
-    }
-}
-
-/// Why writing an output failed: an I/O error (reported with the output's path) or a failure
-/// with its own message.
-pub enum WriteError {
-    /// Writing failed.
-    Io(std::io::Error),
-    /// Producing the data failed.
-    Failure(Failure),
-}
-
-impl From<std::io::Error> for WriteError {
-    fn from(e: std::io::Error) -> Self {
-        WriteError::Io(e)
     }
 }
 

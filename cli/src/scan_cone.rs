@@ -33,15 +33,15 @@ use rodl::solvers::callback::ProgressBar;
 use rodl::tomo::{FbpOptions, FilterType};
 
 use crate::args::ScanArgs;
-use crate::commands::scan::{rows_spec, Prepared};
 use crate::commands::{Compute, Setup};
 use crate::io::{MappedOutput, NpyFile};
 use crate::out_of_core::{self, Job};
 use crate::output::{Outputs, WriteError};
 use crate::scan_input::ScanInput;
 use crate::scan_options::{CentreArg, TiffDepth, VolumeFormat};
+use crate::scan_outputs::Prepared;
 use crate::scan_slabs::{read_rows, slabs, with_halo, Pre, Preprocessing, Sink};
-use crate::scan_steps::{find_centre, note_centre};
+use crate::scan_steps::{find_centre, note_centre, rows_spec};
 use crate::stages::Stages;
 use crate::Failure;
 

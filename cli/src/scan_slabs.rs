@@ -269,7 +269,7 @@ impl Method<'_> {
         rows: &Range<usize>,
     ) -> Result<(Array3<f32>, f64), Failure> {
         let t = Instant::now();
-        let spec = crate::commands::scan::rows_spec(self.spec.clone(), rows.clone(), self.nv);
+        let spec = crate::scan_steps::rows_spec(self.spec.clone(), rows.clone(), self.nv);
         let setup = Setup::from_text(&spec.to_json()?)?;
         let ray = self.compute.ray_transform::<f32>(&setup)?;
         let y = ray.range().element(data.into_dyn())?;

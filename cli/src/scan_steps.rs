@@ -2,13 +2,15 @@
 //! retrieval (`--paganin`) from the file and the command line, and the centre of rotation
 //! (`--centre auto`) of parallel and circular cone beams.
 
+use std::ops::Range;
+
 use ndarray::ArrayView3;
 use rodl::io::ScanInfo;
 use rodl::preprocess::{
     find_centre_cone, find_centre_parallel, wavelength_m, CentreEstimate, CentreOptions,
     ConeCentreEstimate, ConeCentreOptions, ConeLengths, PaganinOptions,
 };
-use rodl::tomo::GeometrySpec;
+use rodl::tomo::{GeometrySpec, TomoSpec};
 
 use crate::args::ScanArgs;
 use crate::Failure;
@@ -184,4 +186,39 @@ pub fn note_centre(det_offset_px: f64, centre: Option<&FoundCentre>) {
         None => format!("rodl: centre of rotation: a detector shift of {det_offset_px:.2} px"),
     };
     crate::term::note(&line);
+}
+
+/// The scan's volume and geometry restricted to the detector rows `rows` of `nv`: the
+/// detector's v range (or, for per-view vectors, each view's detector centre) and the
+/// volume's z range shrink to those rows.
+pub fn rows_spec(mut spec: TomoSpec, rows: Range<usize>, nv: usize) -> TomoSpec {
+    if rows == (0..nv) {
+        return spec;
+    }
+    let (a, b, nv_f) = (rows.start as f64, rows.end as f64, nv as f64);
+    let det = &mut spec.geometry.detector;
+    if let (Some(min), Some(max)) = (det.min.as_mut(), det.max.as_mut()) {
+        let (lo, hi) = (min[1], max[1]);
+        let step = (hi - lo) / nv_f;
+        min[1] = lo + a * step;
+        max[1] = lo + b * step;
+    }
+    det.shape[1] = rows.len();
+    if let Some(views) = spec.geometry.views.as_mut() {
+        let shift = 0.5 * (a + b) - 0.5 * nv_f;
+        for view in views {
+            if let Some(dv) = &view.det_v {
+                for (c, d) in view.det_center.iter_mut().zip(dv) {
+                    *c += shift * d;
+                }
+            }
+        }
+    }
+    let vol = &mut spec.volume;
+    let (lo, hi) = (vol.min_pt[2], vol.max_pt[2]);
+    let step = (hi - lo) / nv_f;
+    vol.min_pt[2] = lo + a * step;
+    vol.max_pt[2] = lo + b * step;
+    vol.shape[2] = rows.len();
+    spec
 }

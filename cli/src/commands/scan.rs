@@ -41,24 +41,12 @@ use super::{Compute, Setup};
 use crate::algorithm::{reconstruct, Settings};
 use crate::args::ScanArgs;
 use crate::io::{check_finite, write_npy, AnyArray};
-use crate::output::{check_distinct, Outputs, Slot};
 use crate::scan_input::{self, ScanInput};
 use crate::scan_options::{BeamArg, CentreArg, TiffDepth, VolumeFormat};
-use crate::scan_steps::{find_centre, note_centre, paganin_options};
+use crate::scan_outputs::{prepare_outputs, Prepared};
+use crate::scan_steps::{find_centre, note_centre, paganin_options, rows_spec};
 use crate::stages::Stages;
 use crate::Failure;
-
-/// The outputs of `rodl scan` prepared (their temporary files created) before any work.
-pub(crate) struct Prepared {
-    /// The set of outputs.
-    pub outputs: Outputs,
-    /// The `.npy` volume's.
-    pub npy: Option<Slot>,
-    /// `--geometry-out`'s.
-    pub geometry: Option<Slot>,
-    /// `--data-out`'s.
-    pub data: Option<Slot>,
-}
 
 /// The filter of `--filter`.
 fn parse_filter(args: &ScanArgs) -> Result<FilterType, Failure> {
@@ -79,54 +67,6 @@ fn output_format(args: &ScanArgs) -> Result<VolumeFormat, Failure> {
         ));
     }
     Ok(format)
-}
-
-/// Checks that the outputs differ from each other and from the inputs, and creates their
-/// temporary files.
-fn prepare_outputs(args: &ScanArgs, format: VolumeFormat) -> Result<Prepared, Failure> {
-    let mut inputs = vec![("IN", args.input.as_path())];
-    for (name, p) in [("--flats", &args.flats), ("--darks", &args.darks)] {
-        if let Some(p) = p {
-            inputs.push((name, p.as_path()));
-        }
-    }
-    let mut names = vec![("--output", args.output.as_path())];
-    for (name, p) in [
-        ("--geometry-out", &args.geometry_out),
-        ("--data-out", &args.data_out),
-    ] {
-        if let Some(p) = p {
-            names.push((name, p.as_path()));
-        }
-    }
-    check_distinct(&names, &inputs)?;
-    if format == VolumeFormat::Tiff && args.output.is_file() {
-        return Err(Failure::new(format!(
-            "{} is a file: a TIFF stack is written into a folder (or name a .npy or .h5 output)",
-            args.output.display()
-        )));
-    }
-    let mut outputs = Outputs::new();
-    let npy = match format {
-        VolumeFormat::Npy => Some(outputs.prepare(&args.output)?),
-        _ => None,
-    };
-    let geometry = args
-        .geometry_out
-        .as_deref()
-        .map(|p| outputs.prepare(p))
-        .transpose()?;
-    let data = args
-        .data_out
-        .as_deref()
-        .map(|p| outputs.prepare(p))
-        .transpose()?;
-    Ok(Prepared {
-        outputs,
-        npy,
-        geometry,
-        data,
-    })
 }
 
 /// The detector rows of `--rows` (all `nv` without it).
@@ -582,41 +522,6 @@ fn read_preprocessed(
         )));
     }
     Ok(data)
-}
-
-/// The scan's volume and geometry restricted to the detector rows `rows` of `nv`: the
-/// detector's v range (or, for per-view vectors, each view's detector centre) and the
-/// volume's z range shrink to those rows.
-pub(crate) fn rows_spec(mut spec: TomoSpec, rows: Range<usize>, nv: usize) -> TomoSpec {
-    if rows == (0..nv) {
-        return spec;
-    }
-    let (a, b, nv_f) = (rows.start as f64, rows.end as f64, nv as f64);
-    let det = &mut spec.geometry.detector;
-    if let (Some(min), Some(max)) = (det.min.as_mut(), det.max.as_mut()) {
-        let (lo, hi) = (min[1], max[1]);
-        let step = (hi - lo) / nv_f;
-        min[1] = lo + a * step;
-        max[1] = lo + b * step;
-    }
-    det.shape[1] = rows.len();
-    if let Some(views) = spec.geometry.views.as_mut() {
-        let shift = 0.5 * (a + b) - 0.5 * nv_f;
-        for view in views {
-            if let Some(dv) = &view.det_v {
-                for (c, d) in view.det_center.iter_mut().zip(dv) {
-                    *c += shift * d;
-                }
-            }
-        }
-    }
-    let vol = &mut spec.volume;
-    let (lo, hi) = (vol.min_pt[2], vol.max_pt[2]);
-    let step = (hi - lo) / nv_f;
-    vol.min_pt[2] = lo + a * step;
-    vol.max_pt[2] = lo + b * step;
-    vol.shape[2] = rows.len();
-    spec
 }
 
 /// Writes the HDF5 volume.
