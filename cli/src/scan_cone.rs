@@ -38,10 +38,10 @@ use crate::io::{MappedOutput, NpyFile};
 use crate::out_of_core::{self, Job};
 use crate::output::{Outputs, WriteError};
 use crate::scan_input::ScanInput;
-use crate::scan_options::{CentreArg, TiffDepth, VolumeFormat};
+use crate::scan_options::{TiffDepth, VolumeFormat};
 use crate::scan_outputs::Prepared;
 use crate::scan_slabs::{read_rows, slabs, with_halo, Pre, Preprocessing, Sink};
-use crate::scan_steps::{find_centre, note_centre, rows_spec};
+use crate::scan_steps::{centre_shift, shifted_json};
 use crate::stages::Stages;
 use crate::Failure;
 
@@ -242,26 +242,11 @@ impl ConeScan<'_> {
 
         // The centre, from the rows near the orbit's plane of the file.
         let t = Instant::now();
-        let (det_offset_px, centre) = match args.centre {
-            CentreArg::Off => (0.0, None),
-            CentreArg::Shift(x) => (x, None),
-            CentreArg::Auto => {
-                let view = ArrayView3::from_shape(shape, map.data::<f32>()?)
-                    .map_err(|e| Failure::new(format!("internal error: {e}")))?;
-                let c = find_centre(view, &input.info.angles, &unshifted, true)?;
-                (c.det_offset_px(), Some(c))
-            }
-        };
+        let view = ArrayView3::from_shape(shape, map.data::<f32>()?)
+            .map_err(|e| Failure::new(format!("internal error: {e}")))?;
+        let det_offset_px = centre_shift(args, view, &input.info.angles, &unshifted, true)?;
         stages.add("preprocess", t.elapsed().as_secs_f64());
-        if args.verbose {
-            note_centre(det_offset_px, centre.as_ref());
-        }
-        let opts = ScanGeometryOptions {
-            det_offset_px,
-            ..opts
-        };
-        let spec = rows_spec(input.info.tomo_spec(&opts, None)?, rows.clone(), nv);
-        let json = spec.to_json()?;
+        let json = shifted_json(&input.info, &opts, det_offset_px, rows.clone(), nv)?;
         let setup = Setup::from_text(&json)?;
         if let Some(slot) = geometry {
             outputs.write_bytes(slot, format!("{json}\n").as_bytes())?;

@@ -5,7 +5,7 @@
 use std::ops::Range;
 
 use ndarray::ArrayView3;
-use rodl::io::ScanInfo;
+use rodl::io::{ScanGeometryOptions, ScanInfo};
 use rodl::preprocess::{
     find_centre_cone, find_centre_parallel, wavelength_m, CentreEstimate, CentreOptions,
     ConeCentreEstimate, ConeCentreOptions, ConeLengths, PaganinOptions,
@@ -13,6 +13,7 @@ use rodl::preprocess::{
 use rodl::tomo::{GeometrySpec, TomoSpec};
 
 use crate::args::ScanArgs;
+use crate::scan_options::CentreArg;
 use crate::Failure;
 
 /// The options of the phase retrieval `--paganin` asks for (`None` without it), from the
@@ -221,4 +222,43 @@ pub fn rows_spec(mut spec: TomoSpec, rows: Range<usize>, nv: usize) -> TomoSpec 
     vol.max_pt[2] = lo + b * step;
     vol.shape[2] = rows.len();
     spec
+}
+
+/// The detector shift of `--centre` (for `auto`, found in the preprocessed `data` with
+/// [`find_centre`]; `unshifted`: the scan's geometry without a shift), noted with `-v`.
+pub fn centre_shift(
+    args: &ScanArgs,
+    data: ArrayView3<'_, f32>,
+    angles: &[f64],
+    unshifted: &GeometrySpec,
+    cone: bool,
+) -> Result<f64, Failure> {
+    let (det_offset_px, centre) = match args.centre {
+        CentreArg::Off => (0.0, None),
+        CentreArg::Shift(x) => (x, None),
+        CentreArg::Auto => {
+            let c = find_centre(data, angles, unshifted, cone)?;
+            (c.det_offset_px(), Some(c))
+        }
+    };
+    if args.verbose {
+        note_centre(det_offset_px, centre.as_ref());
+    }
+    Ok(det_offset_px)
+}
+
+/// The scan's geometry and volume with the detector shift `det_offset_px`, restricted to the
+/// detector rows `rows` of `nv` ([`rows_spec`]), as rodl's geometry JSON.
+pub fn shifted_json(
+    info: &ScanInfo,
+    opts: &ScanGeometryOptions,
+    det_offset_px: f64,
+    rows: Range<usize>,
+    nv: usize,
+) -> Result<String, Failure> {
+    let opts = ScanGeometryOptions {
+        det_offset_px,
+        ..opts.clone()
+    };
+    Ok(rows_spec(info.tomo_spec(&opts, None)?, rows, nv).to_json()?)
 }

@@ -44,7 +44,9 @@ use crate::io::{check_finite, write_npy, AnyArray};
 use crate::scan_input::{self, ScanInput};
 use crate::scan_options::{BeamArg, CentreArg, TiffDepth, VolumeFormat};
 use crate::scan_outputs::{prepare_outputs, Prepared};
-use crate::scan_steps::{find_centre, note_centre, paganin_options, rows_spec};
+use crate::scan_steps::{
+    centre_shift, find_centre, note_centre, paganin_options, rows_spec, shifted_json,
+};
 use crate::stages::Stages;
 use crate::Failure;
 
@@ -192,24 +194,9 @@ pub fn run(args: &ScanArgs) -> Result<(), Failure> {
     let data = read_preprocessed(&mut input, rows.clone(), phase.as_ref(), args, &mut stages)?;
 
     let t = Instant::now();
-    let (det_offset_px, centre) = match args.centre {
-        CentreArg::Off => (0.0, None),
-        CentreArg::Shift(x) => (x, None),
-        CentreArg::Auto => {
-            let c = find_centre(data.view(), &input.info.angles, &unshifted, cone)?;
-            (c.det_offset_px(), Some(c))
-        }
-    };
+    let det_offset_px = centre_shift(args, data.view(), &input.info.angles, &unshifted, cone)?;
     stages.add("preprocess", t.elapsed().as_secs_f64());
-    if args.verbose {
-        note_centre(det_offset_px, centre.as_ref());
-    }
-    let opts = ScanGeometryOptions {
-        det_offset_px,
-        ..opts
-    };
-    let spec = rows_spec(input.info.tomo_spec(&opts, None)?, rows.clone(), nv);
-    let json = spec.to_json()?;
+    let json = shifted_json(&input.info, &opts, det_offset_px, rows.clone(), nv)?;
     let setup = Setup::from_text(&json)?;
     if let Some(slot) = geometry_slot {
         outputs.write_bytes(slot, format!("{json}\n").as_bytes())?;
