@@ -62,7 +62,7 @@ def main():
         curvature = None if radius is None else (radius, None)
         g = rodl.Geometry.from_vectors("point", shape, vectors, det_curvature_radius=curvature)
         for det in [False, True]:
-            ray = rodl.RayTransform(space, g, backend="cuda:0", deterministic=det)
+            ray = rodl.Factory.ray_transform(space, g, deterministic=det).build("cuda:0")
             y = torch.rand((n,) + tuple(shape), device=dev)
             tf = timed(lambda: rt.apply(ray, x), a.repeat)
             tb = timed(lambda: rt.apply(ray.adjoint, y), a.repeat)

@@ -158,7 +158,10 @@ def test_cylindrical_detector_matches_astra_cyl_cone_vec(astra, pitch):
     print(f"pitch {pitch}: cyl_cone_vec forward {fwd:.2e} (flat {flat:.2e}), scale {scale:.5f}, back-projection {bp:.2e}")
     assert abs(scale - 1) < 5e-3
     assert fwd < 1.5 * flat + 2e-3
-    assert bp < 5e-2
+    # Not asserted: ASTRA's back-projection is not the transpose of its forward (2.2 % off for
+    # flat detectors); for cyl_cone_vec it differs from rodl's exact adjoint by 0.41 (pitch 0)
+    # and 0.48 (pitch 0.5) relative after the best scale (H100, 2026-12-06), while the forwards
+    # agree as closely as the flat ones. rodl's adjoint is checked exact in its own tests.
 
 
 def test_cylinder_of_other_radius_matches_astra(astra):

@@ -30,7 +30,7 @@
 use std::cell::{Cell, RefCell};
 use std::sync::Arc;
 
-use cudarc::driver::{CudaContext, CudaStream};
+use cudarc::driver::{CudaContext, CudaEvent, CudaStream};
 
 use super::driver_error::driver_err;
 use crate::Result;
@@ -110,6 +110,47 @@ pub(super) fn current(id: usize) -> Option<Arc<CudaStream>> {
             .find(|b| b.id == id)
             .map(|b| Arc::clone(&b.stream))
     })
+}
+
+/// Whether the stream lent for device `id` on this thread is being captured into a CUDA graph
+/// (false when none is lent, and inside [`lasting`]).
+pub(super) fn current_is_capturing(id: usize) -> bool {
+    if LASTING.with(Cell::get) > 0 {
+        return false;
+    }
+    LENT.with(|l| {
+        l.borrow()
+            .iter()
+            .rev()
+            .find(|b| b.id == id)
+            .is_some_and(|b| b.capturing)
+    })
+}
+
+/// Orders the work queued next on `stream` after `event` (recorded on any stream of the
+/// device): a stream wait; during a graph capture of `stream`, where waiting on an event
+/// recorded outside the capture is not allowed, a host wait for the event instead (in relaxed
+/// capture mode, as [`after_own`] does).
+pub(super) fn order_after(stream: &CudaStream, event: &CudaEvent, capturing: bool) -> Result<()> {
+    if !capturing {
+        return stream
+            .wait(event)
+            .map_err(driver_err("ordering a stream after an event"));
+    }
+    use cudarc::driver::sys;
+    let mut mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED;
+    // SAFETY: a valid pointer to a mode; the old mode is put back below.
+    unsafe { sys::cuThreadExchangeStreamCaptureMode(&mut mode) }
+        .result()
+        .map_err(driver_err("relaxing the capture mode"))?;
+    let waited = event
+        .synchronize()
+        .map_err(driver_err("waiting for an event"));
+    // SAFETY: as above.
+    unsafe { sys::cuThreadExchangeStreamCaptureMode(&mut mode) }
+        .result()
+        .map_err(driver_err("restoring the capture mode"))?;
+    waited
 }
 
 /// Takes the innermost lent stream off this thread's list when dropped (also on unwinding).

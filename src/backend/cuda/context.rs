@@ -10,7 +10,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use cudarc::driver::{
-    sys, CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DriverError, LaunchConfig,
+    sys, CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream, DriverError,
+    LaunchConfig,
 };
 
 use super::borrowed;
@@ -165,6 +166,28 @@ impl DeviceCtx {
     /// The device ordinal.
     pub(crate) fn id(&self) -> usize {
         self.id
+    }
+
+    /// Orders the work queued next on `stream` (this device's, from [`DeviceCtx::stream`])
+    /// after `event`: for a resource that calls on any stream share (a scratch buffer, a cuFFT
+    /// plan), whose previous use `event` marks. During a graph capture of the lent stream the
+    /// host waits for the event instead (see `borrowed::order_after`).
+    pub(crate) fn order_after(&self, stream: &CudaStream, event: &CudaEvent) -> Result<()> {
+        borrowed::order_after(stream, event, borrowed::current_is_capturing(self.id))
+    }
+
+    /// Marks the work queued so far on `stream` (this device's, from [`DeviceCtx::stream`]),
+    /// for [`DeviceCtx::order_after`]: `None` while the lent stream is being captured into a
+    /// graph (an event recorded in a capture cannot order work outside it; the graph's replays
+    /// are ordered by its owner).
+    pub(crate) fn mark(&self, stream: &CudaStream) -> Result<Option<CudaEvent>> {
+        if borrowed::current_is_capturing(self.id) {
+            return Ok(None);
+        }
+        stream
+            .record_event(None)
+            .map(Some)
+            .map_err(driver_err("recording an event"))
     }
 
     /// The device's name as the driver reports it.

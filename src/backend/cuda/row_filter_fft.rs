@@ -13,7 +13,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use cudarc::driver::{CudaSlice, DeviceRepr, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaEvent, CudaSlice, DeviceRepr, LaunchConfig, PushKernelArg};
 
 use super::context::{driver_err, DeviceCtx, Dtype, KernelSource};
 use super::fft::{RealFftRows, Scratch};
@@ -96,6 +96,9 @@ unsafe impl DeviceRepr for FftParams {}
 struct States {
     one: RealFftRows,
     batch: Option<RealFftRows>,
+    /// The end of the work that the last call queued on the scratch and plans (on its stream):
+    /// the next call, perhaps on another stream (another thread's), is ordered after it.
+    last: Option<CudaEvent>,
 }
 
 /// The cuFFT path of the GPU filter on one device.
@@ -171,7 +174,11 @@ impl FftFilter {
             params,
             max_rows,
             spectrum,
-            state: Mutex::new(States { one, batch: None }),
+            state: Mutex::new(States {
+                one,
+                batch: None,
+                last: None,
+            }),
         })
     }
 
@@ -219,6 +226,11 @@ impl FftFilter {
         let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let states = &mut *guard;
         ctx.bind()?;
+        // One scratch and one set of plans serve every call: a call on another stream than the
+        // last one's must not overwrite them while that one's kernels may still run.
+        if let Some(last) = states.last.take() {
+            ctx.order_after(stream, &last)?;
+        }
         let total = p.nrows as usize;
         let st = if total <= states.one.rows {
             &mut states.one
@@ -314,6 +326,7 @@ impl FftFilter {
                 unsafe { l.launch(scatter_cfg) }.map_err(driver_err("fbp_fft_scatter"))?;
             });
         }
+        states.last = ctx.mark(stream)?;
         Ok(())
     }
 }
