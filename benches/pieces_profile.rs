@@ -14,28 +14,19 @@
 //! Prints, per layout, the forward and the adjoint on host data (wall clock: the calls return
 //! when the host arrays hold the result) and the pieces the transform runs.
 
-use std::f64::consts::PI;
 use std::time::Instant;
 
-use rodl::tomo::{Backend, CudaOptions, Geometry, RayTransform};
-use rodl::{uniform_discr, Device, LinearOperator, Operator, UniformPartition};
+use rodl::tomo::{Backend, CudaOptions, RayTransform};
+use rodl::{Device, LinearOperator, Operator};
+
+mod common;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     // `cargo bench` passes `--bench`; the rest are ours.
     let mut args = std::env::args().skip(1).filter(|a| !a.starts_with("--"));
     let n: usize = args.next().map_or(Ok(256), |a| a.parse())?;
     let layouts = args.next().unwrap_or_else(|| "1x1,4x4".into());
-    let part = |lo: &[f64], hi: &[f64], k: &[usize]| UniformPartition::new(lo, hi, k);
-    let geometry = Geometry::cone_flat(
-        &part(&[0.0], &[2.0 * PI], &[n])?,
-        &part(&[-2.8284, -2.8859], &[2.8284, 2.8859], &[3 * n / 2, n])?,
-        4.0,
-        4.0,
-        0.0,
-        [0.0, 0.0, 1.0],
-        [0.0, 0.0],
-    )?;
-    let host = uniform_discr::<f32>(&[-1.0; 3], &[1.0; 3], &[n, n, n])?;
+    let (host, geometry) = common::cone(n, n);
     let ms = |t: Instant| t.elapsed().as_secs_f64() * 1e3;
 
     // The reference: device-resident data, the whole transform (kernels alone).

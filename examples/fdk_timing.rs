@@ -12,11 +12,13 @@
 //! operator's construction (the filter's set-up: cuFFT's loading and plans, or the taps), the
 //! upload, the first and second FDK calls and the download.
 
-use std::f64::consts::PI;
 use std::time::Instant;
 
-use rodl::tomo::{fbp_filter_op, fbp_op, Backend, FbpFilter, FbpOptions, Geometry, RayTransform};
-use rodl::{uniform_discr, Device, Operator, Space, UniformPartition};
+use rodl::tomo::{fbp_filter_op, fbp_op, Backend, FbpFilter, FbpOptions, RayTransform};
+use rodl::{Device, Operator, Space};
+
+#[path = "../benches/common/mod.rs"]
+mod common;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let start = Instant::now();
@@ -25,17 +27,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         None => 512,
     };
     let gpu = Device::Cuda(0);
-    let part = |lo: &[f64], hi: &[f64], k: &[usize]| UniformPartition::new(lo, hi, k);
-    let geometry = Geometry::cone_flat(
-        &part(&[0.0], &[2.0 * PI], &[n])?,
-        &part(&[-2.8284, -2.8859], &[2.8284, 2.8859], &[3 * n / 2, n])?,
-        4.0,
-        4.0,
-        0.0,
-        [0.0, 0.0, 1.0],
-        [0.0, 0.0],
-    )?;
-    let host_volume = uniform_discr::<f32>(&[-1.0; 3], &[1.0; 3], &[n, n, n])?;
+    let (host_volume, geometry) = common::cone(n, n);
     let host_data = Space::<f32>::from_partition(geometry.data_partition().clone()).one()?;
     let mut step = Instant::now();
     let mut lap = |what: &str| {
