@@ -8,6 +8,7 @@
 //! the backends; spaces, operators and solvers never see this module.
 
 pub(crate) mod host;
+pub(crate) mod host_or_device;
 pub(crate) mod kernel_cache;
 pub(crate) mod op;
 

@@ -10,6 +10,7 @@ use std::ops::Range;
 use super::geometry::VecGeometry;
 use super::grid::Grid;
 use crate::backend::cuda::DeviceTensor;
+pub(crate) use crate::backend::host_or_device::{In, Out};
 use crate::Result;
 
 /// Device-resident geometry of one ray transform on one GPU, its kernels compiled.
@@ -39,24 +40,6 @@ pub(crate) trait GpuRay: Sized {
         vol: &mut DeviceTensor<f32>,
         batch: usize,
     ) -> Result<()>;
-}
-
-/// Input data of a piecewise call: host memory, or a tensor on the runner's GPU.
-#[cfg_attr(not(feature = "cuda"), allow(dead_code))] // read by the CUDA build's runner
-pub(crate) enum In<'a> {
-    /// Host memory (copied up piece by piece).
-    Host(&'a [f32]),
-    /// A tensor of the runner's GPU holding all the values (used in place).
-    Device(&'a DeviceTensor<f32>),
-}
-
-/// Output data of a piecewise call.
-#[cfg_attr(not(feature = "cuda"), allow(dead_code))] // read by the CUDA build's runner
-pub(crate) enum Out<'a> {
-    /// Host memory (copied down piece by piece).
-    Host(&'a mut [f32]),
-    /// A tensor of the runner's GPU with room for all the values (written in place).
-    Device(&'a mut DeviceTensor<f32>),
 }
 
 /// The ray transform in pieces (slabs of the volume along an axis × groups of views) on one

@@ -6,7 +6,7 @@
 //!
 //! The host side of a transfer (pageable ↔ pinned) is done by several threads, chunk by chunk,
 //! while the DMA of the previous chunk runs; up to [`RING`] chunks are in flight per direction.
-//! The ray transform in pieces (`tomo::cuda_pieces`) streams its slabs and view groups
+//! The ray transform in pieces ([`super::pieces`]) streams its slabs and view groups
 //! through them.
 
 use std::ffi::c_void;

@@ -51,6 +51,7 @@ mod driver_error;
 pub(crate) mod fft;
 pub(crate) mod lanes;
 mod ops;
+pub(crate) mod pieces;
 mod pointwise;
 mod pool;
 pub(crate) mod preprocess;

@@ -3,7 +3,8 @@
 //! A device-resident domain computes on its data in place. A host-resident one (ODL's way)
 //! computes in pieces planned at construction under the memory budget of the
 //! [`CudaOptions`] ([`crate::tomo::split`] plans the view groups and volume slabs,
-//! `tomo/cuda_pieces.rs` streams them through pinned staging buffers on two copy streams):
+//! `tomo/cuda_pieces.rs` sets up each piece's kernels and `backend/cuda/pieces.rs` streams
+//! them through pinned staging buffers on two copy streams):
 //! one piece when everything fits, with the views of a 3D problem still cut into a few groups
 //! so that the transfers of one group overlap the kernels of another. A device-resident domain
 //! whose data exceed the budget keeps its volume in place and gets a host-resident range,
