@@ -120,3 +120,28 @@ fn curved_detectors_on_the_cuda_backend_need_only_a_gpu() {
         assert!(RayTransform::new(space, geometry, Backend::cpu_threads(1)).is_ok());
     }
 }
+
+#[test]
+fn lending_memory_to_an_absent_gpu_is_a_clean_error() {
+    // `interop::with_cuda_memory` on a GPU that does not exist (or without the `cuda` feature)
+    // fails before it lends the memory: the function never runs, nothing panics.
+    let mut called = false;
+    let r = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: no memory is touched: the call fails before lending it (ordinal 4096).
+        unsafe {
+            rodl::interop::with_cuda_memory::<f32, ()>(4096, 0x1000, &[4, 3], 0, |_| {
+                called = true;
+                Ok(())
+            })
+        }
+    }))
+    .expect("with_cuda_memory panicked");
+    assert!(r.is_err() && !called, "{r:?}");
+    // A size beyond the address space is refused before anything else.
+    // SAFETY: as above (refused before lending).
+    let r = unsafe {
+        rodl::interop::with_cuda_memory::<f32, ()>(0, 0x1000, &[usize::MAX, 2], 0, |_| Ok(()))
+    };
+    let e = r.unwrap_err().to_string();
+    assert!(e.contains("overflows"), "{e}");
+}
