@@ -258,7 +258,7 @@ pub fn shifted_json(
 ) -> Result<String, Failure> {
     let opts = ScanGeometryOptions {
         det_offset_px,
-        ..opts.clone()
+        ..*opts
     };
     Ok(rows_spec(info.tomo_spec(&opts, None)?, rows, nv).to_json()?)
 }
