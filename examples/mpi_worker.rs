@@ -170,9 +170,11 @@ fn run(args: &Args, across: &Across) -> Result<String> {
     let v = whole.range().random_normal(&mut rng)?;
     let u = dist.domain_element(part(&u.as_array()?.to_owned(), dp.clone()))?;
     let v = dist.range_element(part(&v.as_array()?.to_owned(), rp.clone()))?;
-    let lhs = dist.range().inner(&dist.apply(&u)?, &v)?;
+    let au = dist.apply(&u)?;
+    let lhs = dist.range().inner(&au, &v)?;
     let rhs = dist.domain().inner(&u, &dist.adjoint()?.apply(&v)?)?;
-    let adjointness = (lhs - rhs).abs() / lhs.abs().max(rhs.abs());
+    // Relative to the norms (⟨A u, v⟩ of random elements can be arbitrarily small).
+    let adjointness = (lhs - rhs).abs() / (dist.range().norm(&au)? * dist.range().norm(&v)?);
 
     // CGLS, 5 iterations from zero.
     let mut xw = space.zero()?;
