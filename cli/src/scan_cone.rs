@@ -26,9 +26,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use ndarray::{s, ArrayView3, ArrayViewMut3};
-use rodl::io::{Frames, ScanGeometryOptions};
+use rodl::io::ScanGeometryOptions;
 use rodl::memory::format_bytes;
-use rodl::preprocess::ZingerOptions;
 use rodl::solvers::callback::ProgressBar;
 use rodl::tomo::{FbpOptions, FilterType};
 
@@ -102,18 +101,7 @@ impl ConeScan<'_> {
         let [nu, nv] = input.info.detector_shape;
         let n = input.projections.len();
         let rows = self.rows.clone();
-        if args.flat_field && input.flats.is_empty() {
-            return Err(Failure::new(format!(
-                "{} has no flat fields{}: give them, or --flat-field false for data that are \
-                 normalised already",
-                args.input.display(),
-                if input.format == "TIFF" {
-                    " (--flats DIR)"
-                } else {
-                    ""
-                }
-            )));
-        }
+        input.check_flats(args)?;
         let opts = ScanGeometryOptions {
             beam: rodl::io::BeamChoice::Cone,
             ..ScanGeometryOptions::default()
@@ -137,12 +125,7 @@ impl ConeScan<'_> {
         };
 
         // Pass 1: the rows, preprocessed slab by slab into the file of line integrals.
-        let pre = Pre {
-            zingers: args.zingers.0.map(|t| ZingerOptions::new(t as f32)),
-            flat_field: args.flat_field,
-            log: args.log,
-            stripes: args.stripes.0,
-        };
+        let pre = Pre::of(args);
         let halo = pre.halo();
         let row_bytes = n as u128 * nu as u128 * 4;
         let held = (input.flats.data.len() + input.darks.data.len()) as u128 * 4;
@@ -158,13 +141,7 @@ impl ConeScan<'_> {
                 rodl::memory::MEMORY_LIMIT_ENV
             )));
         }
-        let positions: Option<Vec<f64>> = input
-            .info
-            .projection_positions
-            .as_ref()
-            .map(|p| p.iter().map(|&k| k as f64).collect());
-        let flats = std::mem::replace(&mut input.flats, Frames::empty([nu, nv]));
-        let darks = std::mem::replace(&mut input.darks, Frames::empty([nu, nv]));
+        let (flats, darks, positions) = input.take_frames();
         let prep = Preprocessing {
             pre: &pre,
             flats: &flats,

@@ -23,6 +23,40 @@ pub struct ScanInput {
     pub format: &'static str,
 }
 
+impl ScanInput {
+    /// Errors unless the flat fields that `--flat-field` needs are there (the message names
+    /// the file and, for TIFF stacks, `--flats DIR`).
+    pub fn check_flats(&self, args: &ScanArgs) -> Result<(), Failure> {
+        if args.flat_field && self.flats.is_empty() {
+            return Err(Failure::new(format!(
+                "{} has no flat fields{}: give them, or --flat-field false for data that are \
+                 normalised already",
+                args.input.display(),
+                if self.format == "TIFF" {
+                    " (--flats DIR)"
+                } else {
+                    ""
+                }
+            )));
+        }
+        Ok(())
+    }
+
+    /// Takes the flats and darks out (leaving empty frames) with each projection's position
+    /// among the flats (NXtomo), for the slabs' preprocessing.
+    pub fn take_frames(&mut self) -> (Frames, Frames, Option<Vec<f64>>) {
+        let [nu, nv] = self.info.detector_shape;
+        let positions = self
+            .info
+            .projection_positions
+            .as_ref()
+            .map(|p| p.iter().map(|&k| k as f64).collect());
+        let flats = std::mem::replace(&mut self.flats, Frames::empty([nu, nv]));
+        let darks = std::mem::replace(&mut self.darks, Frames::empty([nu, nv]));
+        (flats, darks, positions)
+    }
+}
+
 /// Whether `path` names an HDF5 file (by its extension).
 fn is_hdf5(path: &Path) -> bool {
     let ext = path

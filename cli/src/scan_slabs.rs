@@ -79,6 +79,16 @@ pub struct Pre {
 }
 
 impl Pre {
+    /// The steps that the command line asks for.
+    pub fn of(args: &crate::args::ScanArgs) -> Pre {
+        Pre {
+            zingers: args.zingers.0.map(|t| ZingerOptions::new(t as f32)),
+            flat_field: args.flat_field,
+            log: args.log,
+            stripes: args.stripes.0,
+        }
+    }
+
     /// The rows beyond a slab's that its preprocessing reads: the zinger window's half side
     /// (the window reaches the neighbouring rows), else none.
     pub fn halo(&self) -> usize {

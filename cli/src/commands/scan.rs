@@ -405,19 +405,8 @@ fn read_preprocessed(
         data: f.data.slice(s![.., .., pre.clone()]).to_owned(),
         positions: f.positions.clone(),
     };
+    input.check_flats(args)?;
     let flat_field = if args.flat_field {
-        if input.flats.is_empty() {
-            return Err(Failure::new(format!(
-                "{} has no flat fields{}: give them, or --flat-field false for data that are \
-                 normalised already",
-                args.input.display(),
-                if input.format == "TIFF" {
-                    " (--flats DIR)"
-                } else {
-                    ""
-                }
-            )));
-        }
         let mut flats = crop(&input.flats);
         let mut darks = crop(&input.darks);
         if let Some(z) = &zingers {
@@ -632,43 +621,20 @@ fn by_slabs(
     let (rank, size) = (across.rank(), across.size());
     let [nu, nv] = input.info.detector_shape;
     let n = input.projections.len();
-    let pre = Pre {
-        zingers: args.zingers.0.map(|t| ZingerOptions::new(t as f32)),
-        flat_field: args.flat_field,
-        log: args.log,
-        stripes: args.stripes.0,
-    };
+    let pre = Pre::of(args);
     let halo = pre.halo();
     let opts = ScanGeometryOptions {
         beam: rodl::io::BeamChoice::Parallel,
         ..ScanGeometryOptions::default()
     };
-    let checked = (|| {
-        if args.flat_field && input.flats.is_empty() {
-            return Err(Failure::new(format!(
-                "{} has no flat fields{}: give them, or --flat-field false for data that are \
-                 normalised already",
-                args.input.display(),
-                if input.format == "TIFF" {
-                    " (--flats DIR)"
-                } else {
-                    ""
-                }
-            )));
-        }
-        Ok(input.info.geometry_spec(&opts)?)
-    })();
+    let checked = input
+        .check_flats(args)
+        .and_then(|()| Ok(input.info.geometry_spec(&opts)?));
     let unshifted = agree(across, checked)?;
     if args.verbose && rank == 0 {
         crate::term::note(&summary(args, &input, [n, nu, nv], &rows));
     }
-    let positions: Option<Vec<f64>> = input
-        .info
-        .projection_positions
-        .as_ref()
-        .map(|p| p.iter().map(|&k| k as f64).collect());
-    let flats = std::mem::replace(&mut input.flats, Frames::empty([nu, nv]));
-    let darks = std::mem::replace(&mut input.darks, Frames::empty([nu, nv]));
+    let (flats, darks, positions) = input.take_frames();
     let prep = Preprocessing {
         pre: &pre,
         flats: &flats,

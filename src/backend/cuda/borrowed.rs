@@ -49,27 +49,33 @@ struct Lent {
 /// by waiting on the host for `own`, which holds only rodl's own work.
 fn after_own(stream: &CudaStream, own: &CudaStream, capturing: bool) -> Result<()> {
     if capturing {
-        use cudarc::driver::sys;
-        // A host wait counts as unsafe during a global-mode capture: relax this thread's mode
-        // around it (rodl's stream takes no part in the capture).
-        let mut mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED;
-        // SAFETY: a valid pointer to a mode; the old mode is put back below.
-        unsafe { sys::cuThreadExchangeStreamCaptureMode(&mut mode) }
-            .result()
-            .map_err(driver_err("relaxing the capture mode"))?;
-        let waited = own
-            .synchronize()
-            .map_err(driver_err("waiting for rodl's stream"));
-        // SAFETY: as above.
-        unsafe { sys::cuThreadExchangeStreamCaptureMode(&mut mode) }
-            .result()
-            .map_err(driver_err("restoring the capture mode"))?;
-        waited
+        // rodl's stream takes no part in the capture.
+        relaxed(|| {
+            own.synchronize()
+                .map_err(driver_err("waiting for rodl's stream"))
+        })
     } else {
         stream
             .join(own)
             .map_err(driver_err("ordering the caller's stream after rodl's"))
     }
+}
+
+/// Runs `wait` (a host wait) with this thread's capture mode relaxed: a host wait counts as
+/// unsafe during a global-mode capture on any thread; the old mode is put back afterwards.
+fn relaxed(wait: impl FnOnce() -> Result<()>) -> Result<()> {
+    use cudarc::driver::sys;
+    let mut mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED;
+    // SAFETY: a valid pointer to a mode; the old mode is put back below.
+    unsafe { sys::cuThreadExchangeStreamCaptureMode(&mut mode) }
+        .result()
+        .map_err(driver_err("relaxing the capture mode"))?;
+    let waited = wait();
+    // SAFETY: as above.
+    unsafe { sys::cuThreadExchangeStreamCaptureMode(&mut mode) }
+        .result()
+        .map_err(driver_err("restoring the capture mode"))?;
+    waited
 }
 
 /// Whether `stream` (not the legacy default stream, which cannot be captured) is being
@@ -130,27 +136,18 @@ pub(super) fn current_is_capturing(id: usize) -> bool {
 /// Orders the work queued next on `stream` after `event` (recorded on any stream of the
 /// device): a stream wait; during a graph capture of `stream`, where waiting on an event
 /// recorded outside the capture is not allowed, a host wait for the event instead (in relaxed
-/// capture mode, as [`after_own`] does).
+/// capture mode: [`relaxed`]).
 pub(super) fn order_after(stream: &CudaStream, event: &CudaEvent, capturing: bool) -> Result<()> {
     if !capturing {
         return stream
             .wait(event)
             .map_err(driver_err("ordering a stream after an event"));
     }
-    use cudarc::driver::sys;
-    let mut mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED;
-    // SAFETY: a valid pointer to a mode; the old mode is put back below.
-    unsafe { sys::cuThreadExchangeStreamCaptureMode(&mut mode) }
-        .result()
-        .map_err(driver_err("relaxing the capture mode"))?;
-    let waited = event
-        .synchronize()
-        .map_err(driver_err("waiting for an event"));
-    // SAFETY: as above.
-    unsafe { sys::cuThreadExchangeStreamCaptureMode(&mut mode) }
-        .result()
-        .map_err(driver_err("restoring the capture mode"))?;
-    waited
+    relaxed(|| {
+        event
+            .synchronize()
+            .map_err(driver_err("waiting for an event"))
+    })
 }
 
 /// Takes the innermost lent stream off this thread's list when dropped (also on unwinding).
