@@ -99,6 +99,12 @@ pub struct TransformArgs {
     /// (this happens by itself when they do not: see `RODL_MEMORY_LIMIT`).
     #[arg(long)]
     pub out_of_core: bool,
+    /// Stream the projection data through the transform in this many groups of views, so
+    /// that reading them (`backproject`, `fbp`) or writing them (`project`) overlaps the
+    /// computation; 1 turns streaming off. Default: groups of about 64 MiB, and no streaming
+    /// for data under 128 MiB.
+    #[arg(long, value_name = "N")]
+    pub view_groups: Option<usize>,
     /// Report precision, shapes and the compute time on stderr.
     #[arg(long, short)]
     pub verbose: bool,
@@ -204,6 +210,12 @@ pub struct FbpArgs {
     /// (this happens by itself when they do not: see `RODL_MEMORY_LIMIT`).
     #[arg(long)]
     pub out_of_core: bool,
+    /// Stream the projection data through the transform in this many groups of views, so
+    /// that reading them (`backproject`, `fbp`) or writing them (`project`) overlaps the
+    /// computation; 1 turns streaming off. Default: groups of about 64 MiB, and no streaming
+    /// for data under 128 MiB.
+    #[arg(long, value_name = "N")]
+    pub view_groups: Option<usize>,
     /// PNG picture.
     #[command(flatten)]
     pub image: ImageArgs,

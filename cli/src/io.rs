@@ -300,8 +300,6 @@ const IO_CHUNK: usize = 8 << 20;
 /// [`read_array`]'s checks and messages; a file whose type is not `T` (changed since its header
 /// was read) is an error.
 pub fn read_array_as<T: NpyScalar>(path: &Path) -> Result<ArrayD<T>, Failure> {
-    use rayon::prelude::*;
-    use std::os::unix::fs::FileExt;
     let (mut file, len) = open_regular(path, "--input")?;
     let bad = |why: String| Failure::new(format!("{}: {why}", path.display()));
     let header = read_header(&mut file).map_err(bad)?;
@@ -313,42 +311,10 @@ pub fn read_array_as<T: NpyScalar>(path: &Path) -> Result<ArrayD<T>, Failure> {
         )));
     }
     let n: usize = header.shape.iter().product();
-    let swap = {
-        let native = if cfg!(target_endian = "little") {
-            '<'
-        } else {
-            '>'
-        };
-        let order = header.descr.chars().next();
-        !(order == Some(native) || order == Some('=') || order == Some('|'))
-    };
+    let swap = needs_swap(&header.descr);
     // `calloc`ed: large zeroed allocations are fresh pages, not written here (the reads do).
     let mut data = vec![T::zero(); n];
-    let size = std::mem::size_of::<T>();
-    advise_huge_pages(data.as_mut_ptr().cast::<u8>(), n * size);
-    let start = header.data_offset;
-    let per = IO_CHUNK / size;
-    let found: usize = data
-        .par_chunks_mut(per)
-        .enumerate()
-        .map(|(k, c)| -> std::io::Result<usize> {
-            // SAFETY: the bytes of the chunk's values of `T` (f32 or f64, for which every bit
-            // pattern is a value), borrowed mutably from `c` while the read fills them.
-            let bytes = unsafe {
-                std::slice::from_raw_parts_mut(
-                    c.as_mut_ptr().cast::<u8>(),
-                    std::mem::size_of_val(c),
-                )
-            };
-            file.read_exact_at(bytes, start + (k * per * size) as u64)?;
-            if swap {
-                for v in c.iter_mut() {
-                    *v = NpyScalar::swap_bytes(*v);
-                }
-            }
-            Ok(c.iter().filter(|v| !v.is_finite()).count())
-        })
-        .try_reduce(|| 0, |a, b| Ok(a + b))
+    let found = read_values_at(&file, header.data_offset, &mut data, swap)
         .map_err(|e| bad(format!("cannot read the .npy data: {e}")))?;
     let shape = ndarray::IxDyn(&header.shape);
     let array = if header.fortran {
@@ -362,6 +328,55 @@ pub fn read_array_as<T: NpyScalar>(path: &Path) -> Result<ArrayD<T>, Failure> {
         finite_or_fail(path, self::non_finite(&array.view()))?;
     }
     Ok(array)
+}
+
+/// Fills `data` with the values of `file` from byte `at` on, by all cores at once (positioned
+/// reads of [`IO_CHUNK`] bytes each, straight into `data`'s memory, advised to huge pages),
+/// byte-swapping each chunk when `swap` and counting its non-finite values while it is in
+/// cache. Returns that count.
+fn read_values_at<T: NpyScalar>(
+    file: &File,
+    at: u64,
+    data: &mut [T],
+    swap: bool,
+) -> std::io::Result<usize> {
+    use rayon::prelude::*;
+    use std::os::unix::fs::FileExt;
+    let size = std::mem::size_of::<T>();
+    advise_huge_pages(data.as_mut_ptr().cast::<u8>(), std::mem::size_of_val(data));
+    let per = IO_CHUNK / size;
+    data.par_chunks_mut(per)
+        .enumerate()
+        .map(|(k, c)| -> std::io::Result<usize> {
+            // SAFETY: the bytes of the chunk's values of `T` (f32 or f64, for which every bit
+            // pattern is a value), borrowed mutably from `c` while the read fills them.
+            let bytes = unsafe {
+                std::slice::from_raw_parts_mut(
+                    c.as_mut_ptr().cast::<u8>(),
+                    std::mem::size_of_val(c),
+                )
+            };
+            file.read_exact_at(bytes, at + (k * per * size) as u64)?;
+            if swap {
+                for v in c.iter_mut() {
+                    *v = NpyScalar::swap_bytes(*v);
+                }
+            }
+            Ok(c.iter().filter(|v| !v.is_finite()).count())
+        })
+        .try_reduce(|| 0, |a, b| Ok(a + b))
+}
+
+/// Whether values stored with the type descriptor `descr` (`<f4`, `>f8`, ...) need their bytes
+/// swapped on this machine.
+fn needs_swap(descr: &str) -> bool {
+    let native = if cfg!(target_endian = "little") {
+        '<'
+    } else {
+        '>'
+    };
+    let order = descr.chars().next();
+    !(order == Some(native) || order == Some('=') || order == Some('|'))
 }
 
 /// Reads a float32 or float64 `.npy` file (the type is taken from the header) whose entries
@@ -498,6 +513,34 @@ impl NpyFile {
         self.header.data_bytes(self.dtype)
     }
 
+    /// Whether ranges of the array's first axis can be read on their own ([`NpyFile::rows`]):
+    /// an array in C order with at least one axis.
+    pub fn by_rows(&self) -> bool {
+        !self.header.fortran && !self.header.shape.is_empty()
+    }
+
+    /// A reader of ranges of the array's first axis (groups of views of projection data),
+    /// for arrays of type `T` in C order; `None` for one in Fortran order (whose ranges are
+    /// not contiguous in the file).
+    pub fn rows<T: NpyScalar>(&self) -> Result<Option<RowReader<'_, T>>, Failure> {
+        if !self.by_rows() {
+            return Ok(None);
+        }
+        if self.dtype.size() != std::mem::size_of::<T>() {
+            return Err(Failure::new(format!(
+                "internal error: {} is {}, read as another type",
+                self.path.display(),
+                self.dtype.name()
+            )));
+        }
+        Ok(Some(RowReader {
+            npy: self,
+            row: self.header.shape[1..].iter().product(),
+            swap: needs_swap(&self.header.descr),
+            _values: std::marker::PhantomData,
+        }))
+    }
+
     /// Maps the file into memory read-only, for reading its data in pieces without reading it
     /// into memory. The data must be in C order and in the machine's byte order.
     pub fn map(&self) -> Result<MappedNpy, Failure> {
@@ -537,6 +580,43 @@ impl NpyFile {
             map,
             path: self.path.clone(),
         })
+    }
+}
+
+/// Reads ranges of the first axis of an `.npy` array ([`NpyFile::rows`]).
+pub struct RowReader<'a, T> {
+    npy: &'a NpyFile,
+    /// Entries per index of the first axis.
+    row: usize,
+    swap: bool,
+    _values: std::marker::PhantomData<T>,
+}
+
+impl<T: NpyScalar> RowReader<'_, T> {
+    /// The entries `rows` of the first axis, flat in C order, read by all cores at once
+    /// ([`read_array_as`]'s reads); non-finite values are an error that names the first one's
+    /// index in the whole array.
+    pub fn read(&self, rows: std::ops::Range<usize>) -> Result<Vec<T>, Failure> {
+        let path = &self.npy.path;
+        let bad = |why: String| Failure::new(format!("{}: {why}", path.display()));
+        let mut data = vec![T::zero(); rows.len() * self.row];
+        let at =
+            self.npy.header.data_offset + (rows.start * self.row * std::mem::size_of::<T>()) as u64;
+        let found = read_values_at(&self.npy.file, at, &mut data, self.swap)
+            .map_err(|e| bad(format!("cannot read the .npy data: {e}")))?;
+        if found > 0 {
+            let mut shape = self.npy.header.shape.clone();
+            shape[0] = rows.len();
+            let view = ndarray::ArrayViewD::from_shape(ndarray::IxDyn(&shape), &data)
+                .map_err(|e| bad(e.to_string()))?;
+            let (n, first) = non_finite(&view);
+            let first = first.map(|mut i| {
+                i[0] += rows.start;
+                i
+            });
+            finite_or_fail(path, (n, first))?;
+        }
+        Ok(data)
     }
 }
 
@@ -699,24 +779,38 @@ pub fn write_npy_file(file: &File, array: &AnyArray) -> Result<(), WriteError> {
 }
 
 fn write_npy_file_as<T: NpyScalar>(file: &File, a: &ArrayD<T>) -> Result<(), WriteError> {
-    use rayon::prelude::*;
     use std::os::unix::fs::FileExt;
     let Some(data) = a.as_slice() else {
         let mut w = std::io::BufWriter::new(file);
         write_npy(&mut w, &T::wrap(a.clone()))?;
         return w.flush().map_err(WriteError::Io);
     };
-    let header = ndarray_npy::npy::header::Header {
+    let header = npy_header::<T>(a.shape())?;
+    file.write_all_at(&header, 0)?;
+    write_values_at(file, header.len() as u64, data)?;
+    Ok(())
+}
+
+/// The `.npy` header (preamble included) of a C-order array of `T` of shape `shape`: the data
+/// follow it.
+pub fn npy_header<T: NpyScalar>(shape: &[usize]) -> Result<Vec<u8>, WriteError> {
+    ndarray_npy::npy::header::Header {
         type_descriptor: <T as ndarray_npy::WritableElement>::type_descriptor(),
         layout: ndarray_npy::npy::header::Layout::Standard,
-        shape: a.shape().to_vec(),
+        shape: shape.to_vec(),
     }
     .to_bytes()
-    .map_err(|e| WriteError::Failure(Failure::new(format!("cannot write the .npy header: {e}"))))?;
-    file.write_all_at(&header, 0)?;
+    .map_err(|e| WriteError::Failure(Failure::new(format!("cannot write the .npy header: {e}"))))
+}
+
+/// Writes `data` into `file` from byte `at` on, by all cores at once with positioned writes of
+/// [`IO_CHUNK`] bytes straight from `data`'s memory, each chunk's write-back to the disk
+/// started as soon as it is written.
+pub fn write_values_at<T: NpyScalar>(file: &File, at: u64, data: &[T]) -> std::io::Result<()> {
+    use rayon::prelude::*;
+    use std::os::unix::fs::FileExt;
     let size = std::mem::size_of::<T>();
     let per = IO_CHUNK / size;
-    let start = header.len() as u64;
     data.par_chunks(per)
         .enumerate()
         .try_for_each(|(k, c)| -> std::io::Result<()> {
@@ -724,12 +818,11 @@ fn write_npy_file_as<T: NpyScalar>(file: &File, a: &ArrayD<T>) -> Result<(), Wri
             let bytes = unsafe {
                 std::slice::from_raw_parts(c.as_ptr().cast::<u8>(), std::mem::size_of_val(c))
             };
-            let at = start + (k * per * size) as u64;
+            let at = at + (k * per * size) as u64;
             file.write_all_at(bytes, at)?;
             start_write_back(file, at, bytes.len());
             Ok(())
-        })?;
-    Ok(())
+        })
 }
 
 /// Asks the kernel to back the `len` bytes at `ptr` (a fresh allocation) with huge pages
@@ -779,7 +872,21 @@ pub fn check_finite<T: num_traits::Float + Send + Sync>(
     what: &str,
     hint: &str,
 ) -> Result<(), Failure> {
-    if let (n @ 1.., Some(first)) = non_finite(array) {
+    check_finite_rows(array, 0, what, hint)
+}
+
+/// [`check_finite`] of the rows of a larger array from index `first_row` of its first axis on:
+/// the index named is the one in the whole array.
+pub fn check_finite_rows<T: num_traits::Float + Send + Sync>(
+    array: &ArrayViewD<'_, T>,
+    first_row: usize,
+    what: &str,
+    hint: &str,
+) -> Result<(), Failure> {
+    if let (n @ 1.., Some(mut first)) = non_finite(array) {
+        if let Some(i) = first.first_mut() {
+            *i += first_row;
+        }
         return Err(Failure::new(format!(
             "{what} has {n} non-finite value{} (NaN or Inf; the first at index {first:?}), so \
              nothing was written: {hint}",

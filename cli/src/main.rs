@@ -36,6 +36,7 @@ mod scan_outputs;
 mod scan_slabs;
 mod scan_steps;
 mod stages;
+mod streamed;
 mod term;
 
 use std::path::Path;

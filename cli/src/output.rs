@@ -353,9 +353,9 @@ impl Outputs {
         Ok(())
     }
 
-    /// The temporary file of the output `slot` (`None` for one written through), for the
-    /// other ranks of an MPI job that write into it in place.
-    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    /// The temporary file of the output `slot` (`None` for one written through): for the
+    /// other ranks of an MPI job that write into it in place, and to know whether it can be
+    /// written in place.
     pub fn temp_path(&self, slot: Slot) -> Option<&Path> {
         self.staged.get(slot.0)?.temp.as_deref()
     }

@@ -10,6 +10,7 @@ use crate::fbp_options::options;
 use crate::io::{Dtype, NpyFile, NpyScalar};
 use crate::out_of_core::{self, Job};
 use crate::stages::Stages;
+use crate::streamed;
 use crate::Failure;
 
 /// `rodl fbp`.
@@ -55,6 +56,32 @@ pub fn run(args: &FbpArgs) -> Result<(), Failure> {
         if args.verbose {
             let how = format!("{} {}", compute.device, summary.describe());
             note_done(&options, &setup, args, &how, summary.seconds);
+        }
+        return Ok(());
+    }
+    // Streamed by groups of views: the read overlaps the filtering and back-projection.
+    let groups = streamed::view_groups(setup.data_shape()[0], npy.data_bytes(), args.view_groups)?;
+    if groups.len() > 1 && npy.by_rows() {
+        let mut stages = Stages::new(compute.device);
+        let stream = Stream {
+            setup: &setup,
+            compute: &compute,
+            options: &options,
+            groups: &groups,
+        };
+        match dtype {
+            Dtype::F32 => stream.reconstruct::<f32>(&npy, out, args, &mut stages),
+            Dtype::F64 => stream.reconstruct::<f64>(&npy, out, args, &mut stages),
+        }?;
+        stages.moved(
+            "write",
+            std::fs::metadata(&args.output).map_or(0, |m| m.len()),
+        );
+        if args.verbose {
+            let how = format!("{}, {} view groups", compute.device, groups.len());
+            let seconds = stages.sum_except(&["start", "read", "write", "streamed"]);
+            note_done(&options, &setup, args, &how, seconds);
+            crate::term::note(&format!("rodl: stages: {}", stages.describe()));
         }
         return Ok(());
     }
@@ -110,4 +137,41 @@ fn reconstruct<T: NpyScalar>(
     let y = stages.time("upload", || Ok(ray.range().element(y)?))?;
     let x = stages.time("fbp", || Ok(fbp.apply(&y)?))?;
     write_result(out, x, &args.image, "the reconstruction", stages)
+}
+
+/// An FBP streamed by groups of views ([`streamed`]).
+struct Stream<'a> {
+    setup: &'a Setup,
+    compute: &'a Compute,
+    options: &'a FbpOptions,
+    groups: &'a [std::ops::Range<usize>],
+}
+
+impl Stream<'_> {
+    /// Reads the data of `npy` group by group while the device is set up and the earlier
+    /// groups are filtered and back-projected, then writes the results.
+    fn reconstruct<T: NpyScalar>(
+        &self,
+        npy: &NpyFile,
+        out: ResultOutputs,
+        args: &FbpArgs,
+        stages: &mut Stages,
+    ) -> Result<(), Failure> {
+        let reader = npy
+            .rows::<T>()?
+            .ok_or_else(|| Failure::new("internal error: data not readable by views"))?;
+        let x = streamed::back(
+            self.setup,
+            streamed::Back::Fbp(self.options),
+            self.groups,
+            &reader,
+            || {
+                self.compute.check()?;
+                streamed::group_transforms::<T>(self.setup, self.compute, self.groups)
+            },
+            stages,
+        )?;
+        stages.moved("read", npy.data_bytes() as u64);
+        write_result(out, x, &args.image, "the reconstruction", stages)
+    }
 }

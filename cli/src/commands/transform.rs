@@ -11,6 +11,7 @@ use crate::noise::Noise;
 use crate::out_of_core::{self, Job};
 use crate::output::{check_distinct, Outputs};
 use crate::stages::Stages;
+use crate::streamed;
 use crate::Failure;
 
 /// Which way a ray transform is applied.
@@ -89,6 +90,46 @@ pub fn run(
             done.note(&expected, args, &produced, &how, summary.seconds);
         }
         return Ok(());
+    }
+    // Streamed by groups of views (a regular output file, no noise): the file I/O overlaps
+    // the transform.
+    let data_bytes = match direction {
+        Direction::Forward => out_bytes,
+        Direction::Adjoint => npy.data_bytes(),
+    };
+    let views = setup.data_shape()[0];
+    let groups = streamed::view_groups(views, data_bytes, args.view_groups)?;
+    if groups.len() > 1 && noise.is_none() && outputs.temp_path(slot).is_some() {
+        let stream = Stream {
+            setup: &setup,
+            compute: &compute,
+            args,
+            groups: &groups,
+        };
+        let done = match (direction, dtype) {
+            (Direction::Forward, Dtype::F32) => stream.project::<f32>(&mut outputs, slot)?,
+            (Direction::Forward, Dtype::F64) => stream.project::<f64>(&mut outputs, slot)?,
+            (Direction::Adjoint, Dtype::F32) => {
+                stream.backproject::<f32>(&npy, &mut outputs, slot)?
+            }
+            (Direction::Adjoint, Dtype::F64) => {
+                stream.backproject::<f64>(&npy, &mut outputs, slot)?
+            }
+        };
+        if let Some((stages, shape)) = done {
+            if args.verbose {
+                let done = Done {
+                    direction,
+                    dtype,
+                    noise,
+                };
+                let how = format!(" on {}, {} view groups", compute.device, groups.len());
+                let compute_s = stages.sum_except(&["start", "read", "write", "streamed"]);
+                done.note(&expected, args, &shape, &how, compute_s);
+                crate::term::note(&format!("rodl: stages: {}", stages.describe()));
+            }
+            return outputs.commit();
+        }
     }
     drop(npy);
     let mut stages = Stages::new(compute.device);
@@ -179,6 +220,76 @@ pub fn beside_the_read<T: NpyScalar, R: Send>(
     stages.add("set-up", waited);
     stages.annotate("set-up", format!("{whole:.3} s in all beside the read"));
     Ok((made, input))
+}
+
+/// A `project` or `backproject` streamed by groups of views ([`streamed`]).
+struct Stream<'a> {
+    setup: &'a Setup,
+    compute: &'a Compute,
+    args: &'a TransformArgs,
+    groups: &'a [std::ops::Range<usize>],
+}
+
+impl Stream<'_> {
+    /// Reads the volume while the device and the groups' transforms are set up, then projects
+    /// it group by group into the output `slot`, each group written while the next one is
+    /// computed. Returns the stages and the output's shape.
+    fn project<T: NpyScalar>(
+        &self,
+        outputs: &mut Outputs,
+        slot: crate::output::Slot,
+    ) -> Result<Option<(Stages, Vec<usize>)>, Failure> {
+        let mut stages = Stages::new(self.compute.device);
+        let (rays, x) = beside_the_read::<T, _>(&mut stages, &self.args.input, || {
+            self.compute.check()?;
+            streamed::group_transforms::<T>(self.setup, self.compute, self.groups)
+        })?;
+        let shape = self.setup.data_shape();
+        streamed::project(&rays, self.groups, x, &shape, outputs, slot, &mut stages)?;
+        stages.moved(
+            "write",
+            std::fs::metadata(&self.args.output).map_or(0, |m| m.len()),
+        );
+        Ok(Some((stages, shape)))
+    }
+
+    /// Reads the projection data group by group while the device is set up and the earlier
+    /// groups are back-projected, then writes the volume into the output `slot`. `None` (and
+    /// nothing done) for data in Fortran order, which are not read by groups.
+    fn backproject<T: NpyScalar>(
+        &self,
+        npy: &NpyFile,
+        outputs: &mut Outputs,
+        slot: crate::output::Slot,
+    ) -> Result<Option<(Stages, Vec<usize>)>, Failure> {
+        let Some(reader) = npy.rows::<T>()? else {
+            return Ok(None);
+        };
+        let mut stages = Stages::new(self.compute.device);
+        let volume = streamed::back(
+            self.setup,
+            streamed::Back::Adjoint,
+            self.groups,
+            &reader,
+            || {
+                self.compute.check()?;
+                streamed::group_transforms::<T>(self.setup, self.compute, self.groups)
+            },
+            &mut stages,
+        )?;
+        stages.moved("read", npy.data_bytes() as u64);
+        let host = stages.time("download", || Ok(volume.into_host()?.into_array()?))?;
+        stages.time("check", || {
+            check_finite(&host.view(), "the back-projection", OVERFLOW_HINT)
+        })?;
+        let shape = host.shape().to_vec();
+        stages.time("write", || outputs.write_array(slot, &T::wrap(host)))?;
+        stages.moved(
+            "write",
+            std::fs::metadata(&self.args.output).map_or(0, |m| m.len()),
+        );
+        Ok(Some((stages, shape)))
+    }
 }
 
 /// What a finished `project` or `backproject` did, for its `--verbose` line.

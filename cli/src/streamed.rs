@@ -1,0 +1,321 @@
+//! `project`, `backproject` and `fbp` by groups of views, their file I/O overlapped with the
+//! transform (issue #34, item 4: the tool's wall time near the time of reading and writing its
+//! files).
+//!
+//! The projection data are cut into groups of consecutive views (about [`GROUP_BYTES`] each),
+//! and each group has a ray transform of its own on the device-resident volume
+//! ([`rodl::tomo::split::piece_transform`]: the whole volume, the group's views):
+//!
+//! * `project`: the volume is read and uploaded once; a worker thread projects group after
+//!   group while the main thread writes each finished group into its rows of the output file
+//!   (positioned writes by all cores), so the write of group `k` runs beside the projection of
+//!   group `k + 1`.
+//! * `backproject` and `fbp`: a reader thread reads group after group from the input file
+//!   (positioned reads by all cores, finite values checked) while the main thread uploads the
+//!   previous group and adds its back-projection (for FBP: of its filtered rows,
+//!   [`rodl::tomo::fbp_op_views`], the whole scan's filter and weights restricted to the group)
+//!   into the volume. The device's set-up runs beside the first reads.
+//!
+//! The groups add up to the whole transform (forward: each view's rows are computed as in one
+//! call; adjoint and FBP: a sum over the groups), so the results equal the in-memory path's up
+//! to the rounding of that sum (float32: ≤ 1e-6 relative).
+
+use std::ops::Range;
+use std::sync::mpsc::sync_channel;
+use std::time::Instant;
+
+use ndarray::ArrayD;
+use rodl::tomo::split::{piece_transform, Piece};
+use rodl::tomo::{fbp_op_views, FbpOptions, RayTransform};
+use rodl::{Element, LinOp, LinearOperator, Operator, Scalar};
+
+use crate::commands::{Compute, Setup, OVERFLOW_HINT};
+use crate::io::{check_finite_rows, npy_header, write_values_at, NpyScalar, RowReader};
+use crate::output::{Outputs, Slot, WriteError};
+use crate::stages::Stages;
+use crate::Failure;
+
+/// The bytes of projection data in one group of views, by default: large enough that a group
+/// keeps a GPU busy (cone_512: 41 views of 768 × 512), small enough that the first group's read
+/// or the last group's write, which nothing overlaps, is short.
+pub const GROUP_BYTES: u128 = 64 << 20;
+
+/// The groups of views of data with `views` views and `bytes` bytes: `asked` groups (`Some(1)`:
+/// one group, no streaming), else groups of about [`GROUP_BYTES`], and one group for data
+/// under twice that. Consecutive, of sizes that differ by at most one view.
+pub fn view_groups(
+    views: usize,
+    bytes: u128,
+    asked: Option<usize>,
+) -> Result<Vec<Range<usize>>, Failure> {
+    let k = match asked {
+        Some(0) => return Err(Failure::usage("--view-groups must be at least 1")),
+        Some(k) => k,
+        None if bytes < 2 * GROUP_BYTES => 1,
+        None => bytes.div_ceil(GROUP_BYTES).min(usize::MAX as u128) as usize,
+    };
+    let k = k.clamp(1, views.max(1));
+    Ok((0..k).map(|i| i * views / k..(i + 1) * views / k).collect())
+}
+
+/// The ray transforms of the view groups `groups` of `setup`'s geometry on its volume on
+/// `compute`'s device.
+pub fn group_transforms<T: Scalar>(
+    setup: &Setup,
+    compute: &Compute,
+    groups: &[Range<usize>],
+) -> Result<Vec<RayTransform<T>>, Failure> {
+    let space = compute.volume::<T>(setup)?;
+    let n0 = setup.volume_shape()[0];
+    groups
+        .iter()
+        .map(|views| {
+            let piece = Piece {
+                views: views.clone(),
+                slab: 0..n0,
+            };
+            Ok(piece_transform(
+                &space,
+                &setup.geometry,
+                &piece,
+                0,
+                compute.backend.clone(),
+            )?)
+        })
+        .collect()
+}
+
+/// Projects the volume `x` with the group transforms `rays` (of the view groups `groups`) into
+/// the `.npy` output `slot` of shape `data_shape`, writing each group as soon as it is computed.
+/// Non-finite values are an error before their group is written (the output is then not
+/// committed). `stages` gets the upload, the transform (the worker's busy time), the write
+/// (the main thread's busy time) and the streamed part's wall time.
+pub fn project<T: NpyScalar>(
+    rays: &[RayTransform<T>],
+    groups: &[Range<usize>],
+    x: ArrayD<T>,
+    data_shape: &[usize],
+    outputs: &mut Outputs,
+    slot: Slot,
+    stages: &mut Stages,
+) -> Result<(), Failure> {
+    let first = rays
+        .first()
+        .ok_or_else(|| Failure::new("internal error: no view groups"))?;
+    let x = stages.time("upload", || Ok(first.domain().element(x)?))?;
+    let row: usize = data_shape[1..].iter().product();
+    let size = std::mem::size_of::<T>() as u64;
+    let start = Instant::now();
+    let mut busy = (0.0, 0.0);
+    outputs.write_in_place(slot, "a streamed projection", |file| {
+        use std::os::unix::fs::FileExt;
+        let header = npy_header::<T>(data_shape)?;
+        file.write_all_at(&header, 0)?;
+        let data_at = header.len() as u64;
+        std::thread::scope(|s| {
+            let (tx, rx) = sync_channel::<(usize, ArrayD<T>)>(1);
+            let x = &x;
+            let worker = s.spawn(move || -> Result<f64, Failure> {
+                let mut seconds = 0.0;
+                for (k, ray) in rays.iter().enumerate() {
+                    let t = Instant::now();
+                    let y = ray.apply(x)?.into_host()?.into_array()?;
+                    seconds += t.elapsed().as_secs_f64();
+                    if tx.send((k, y)).is_err() {
+                        break; // the writer stopped at an error, which it reports
+                    }
+                }
+                Ok(seconds)
+            });
+            let mut written = Ok(());
+            for (k, y) in rx.iter() {
+                let t = Instant::now();
+                written = write_group(file, data_at, groups[k].start, row, size, &y);
+                busy.1 += t.elapsed().as_secs_f64();
+                if written.is_err() {
+                    break;
+                }
+            }
+            drop(rx);
+            let computed = worker.join().map_err(|_| {
+                WriteError::Failure(Failure::new(
+                    "internal error: the projection thread panicked",
+                ))
+            })?;
+            // A failed transform first: a write error may only be its consequence.
+            busy.0 = computed.map_err(WriteError::Failure)?;
+            written
+        })
+    })?;
+    stages.add("transform", busy.0);
+    stages.add("write", busy.1);
+    stages.add("streamed", start.elapsed().as_secs_f64());
+    stages.annotate(
+        "streamed",
+        format!(
+            "{} view groups, transform and write overlapped",
+            groups.len()
+        ),
+    );
+    Ok(())
+}
+
+/// Checks the projections `y` of the views from `first_view` on and writes them at their rows
+/// of the file (data from byte `data_at`, `row` values of `size` bytes per view).
+fn write_group<T: NpyScalar>(
+    file: &std::fs::File,
+    data_at: u64,
+    first_view: usize,
+    row: usize,
+    size: u64,
+    y: &ArrayD<T>,
+) -> Result<(), WriteError> {
+    check_finite_rows(&y.view(), first_view, "the projection", OVERFLOW_HINT)
+        .map_err(WriteError::Failure)?;
+    let values = y
+        .as_slice()
+        .ok_or_else(|| WriteError::Failure(Failure::new("internal error: a strided projection")))?;
+    write_values_at(
+        file,
+        data_at + first_view as u64 * row as u64 * size,
+        values,
+    )?;
+    Ok(())
+}
+
+/// What is applied to each group of projection data.
+#[derive(Clone, Copy, Debug)]
+pub enum Back<'a> {
+    /// The adjoint (`backproject`).
+    Adjoint,
+    /// Filtered back-projection with these options (`fbp`).
+    Fbp(&'a FbpOptions),
+}
+
+/// Back-projects (or reconstructs by FBP, `how`) the projection data read group by group by
+/// `reader`: the groups `groups` are read on a thread of their own while `set_up` (the device
+/// and the group transforms, [`group_transforms`]) runs and then while each earlier group is
+/// uploaded and back-projected into the volume on the device. `stages` gets the set-up, the
+/// read (the reader's busy time), the compute (the main thread's busy time, `how`'s stage
+/// name: `transform` or `fbp`) and the streamed part's wall time.
+pub fn back<T: NpyScalar>(
+    setup: &Setup,
+    how: Back<'_>,
+    groups: &[Range<usize>],
+    reader: &RowReader<'_, T>,
+    set_up: impl FnOnce() -> Result<Vec<RayTransform<T>>, Failure>,
+    stages: &mut Stages,
+) -> Result<Element<T>, Failure> {
+    let start = Instant::now();
+    let stage = match how {
+        Back::Adjoint => "transform",
+        Back::Fbp(_) => "fbp",
+    };
+    let (volume, read, set, busy) = std::thread::scope(|s| {
+        let (tx, rx) = sync_channel::<Result<Vec<T>, Failure>>(1);
+        let reading = s.spawn(move || {
+            let mut seconds = 0.0;
+            for views in groups {
+                let t = Instant::now();
+                let rows = reader.read(views.clone());
+                seconds += t.elapsed().as_secs_f64();
+                let failed = rows.is_err();
+                if tx.send(rows).is_err() || failed {
+                    break;
+                }
+            }
+            seconds
+        });
+        let t = Instant::now();
+        let made = set_up();
+        let set = t.elapsed().as_secs_f64();
+        let mut busy = 0.0;
+        let volume = made.and_then(|rays| {
+            let ops = back_operators(&rays, groups, setup, how)?;
+            let space = ops
+                .first()
+                .ok_or_else(|| Failure::new("internal error: no view groups"))?
+                .range()
+                .clone();
+            let mut volume: Option<Element<T>> = None;
+            let mut scratch: Option<Element<T>> = None;
+            for (op, rows) in ops.iter().zip(rx.iter()) {
+                let rows = rows?;
+                let t = Instant::now();
+                let data = op.domain().element_from_vec(rows)?;
+                match volume.as_mut() {
+                    None => volume = Some(op.apply(&data)?),
+                    Some(v) => {
+                        let tmp = match scratch.as_mut() {
+                            Some(tmp) => tmp,
+                            None => scratch.insert(space.zero()?),
+                        };
+                        op.apply_into(&data, tmp)?;
+                        space.axpby(T::one(), tmp, T::one(), v)?;
+                    }
+                }
+                busy += t.elapsed().as_secs_f64();
+            }
+            volume.ok_or_else(|| Failure::new("internal error: no view groups were read"))
+        });
+        drop(rx);
+        let read = reading.join();
+        (volume, read, set, busy)
+    });
+    let read = read.map_err(|_| Failure::new("internal error: the reading thread panicked"))?;
+    let volume = volume?;
+    stages.add("set-up", set);
+    stages.add("read", read);
+    stages.add(stage, busy);
+    stages.add("streamed", start.elapsed().as_secs_f64());
+    stages.annotate(
+        "streamed",
+        format!("{} view groups, read and {stage} overlapped", groups.len()),
+    );
+    Ok(volume)
+}
+
+/// The operators that take a group's data to its share of the volume: the adjoints of `rays`,
+/// or their FBPs restricted to the groups' views.
+fn back_operators<T: Scalar>(
+    rays: &[RayTransform<T>],
+    groups: &[Range<usize>],
+    setup: &Setup,
+    how: Back<'_>,
+) -> Result<Vec<LinOp<T>>, Failure> {
+    rays.iter()
+        .zip(groups)
+        .map(|(ray, views)| {
+            Ok(match how {
+                Back::Adjoint => ray.adjoint()?,
+                Back::Fbp(options) => fbp_op_views(ray, &setup.geometry, views.clone(), options)?,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn view_groups_cover_the_views_in_order() {
+        assert_eq!(view_groups(10, 1 << 30, Some(1)).unwrap(), vec![0..10]);
+        assert_eq!(
+            view_groups(10, 0, Some(3)).unwrap(),
+            vec![0..3, 3..6, 6..10]
+        );
+        assert_eq!(view_groups(2, 0, Some(5)).unwrap(), vec![0..1, 1..2]);
+        assert!(view_groups(10, 0, Some(0)).is_err());
+        // Defaults: one group under 128 MiB, else about 64 MiB each.
+        assert_eq!(
+            view_groups(512, (127 << 20) as u128, None).unwrap().len(),
+            1
+        );
+        let g = view_groups(512, 805_306_368, None).unwrap();
+        assert_eq!(g.len(), 13);
+        assert_eq!(g.first().unwrap().start, 0);
+        assert_eq!(g.last().unwrap().end, 512);
+        assert!(g.windows(2).all(|w| w[0].end == w[1].start));
+    }
+}
