@@ -36,7 +36,7 @@ use crate::stages::Stages;
 use crate::Failure;
 
 /// The bytes of projection data in one group of views, by default: large enough that a group
-/// keeps a GPU busy (cone_512: 41 views of 768 × 512), small enough that the first group's read
+/// keeps a GPU busy (cone_512: 42 or 43 views of 768 × 512), small enough that the first group's read
 /// or the last group's write, which nothing overlaps, is short.
 pub const GROUP_BYTES: u128 = 64 << 20;
 
@@ -193,17 +193,18 @@ pub enum Back<'a> {
 }
 
 /// Back-projects (or reconstructs by FBP, `how`) the projection data read group by group by
-/// `reader`: the groups `groups` are read on a thread of their own while `set_up` (the device
-/// and the group transforms, [`group_transforms`]) runs and then while each earlier group is
-/// uploaded and back-projected into the volume on the device. `stages` gets the set-up, the
+/// `reader`: the groups `groups` are read on a thread of their own while the device of
+/// `compute` is checked (a GPU's context started) and the group transforms are built
+/// ([`group_transforms`]), and then while each earlier group is uploaded and back-projected
+/// into the volume on the device. `stages` gets the set-up, the
 /// read (the reader's busy time), the compute (the main thread's busy time, `how`'s stage
 /// name: `transform` or `fbp`) and the streamed part's wall time.
 pub fn back<T: NpyScalar>(
     setup: &Setup,
+    compute: &Compute,
     how: Back<'_>,
     groups: &[Range<usize>],
     reader: &RowReader<'_, T>,
-    set_up: impl FnOnce() -> Result<Vec<RayTransform<T>>, Failure>,
     stages: &mut Stages,
 ) -> Result<Element<T>, Failure> {
     let start = Instant::now();
@@ -227,7 +228,9 @@ pub fn back<T: NpyScalar>(
             seconds
         });
         let t = Instant::now();
-        let made = set_up();
+        let made = compute
+            .check()
+            .and_then(|()| group_transforms::<T>(setup, compute, groups));
         let set = t.elapsed().as_secs_f64();
         let mut busy = 0.0;
         let volume = made.and_then(|rays| {
@@ -313,7 +316,7 @@ mod tests {
             1
         );
         let g = view_groups(512, 805_306_368, None).unwrap();
-        assert_eq!(g.len(), 13);
+        assert_eq!(g.len(), 12);
         assert_eq!(g.first().unwrap().start, 0);
         assert_eq!(g.last().unwrap().end, 512);
         assert!(g.windows(2).all(|w| w[0].end == w[1].start));

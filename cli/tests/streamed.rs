@@ -10,11 +10,10 @@ use std::process::Output;
 
 use ndarray::ArrayD;
 use ndarray_npy::{read_npy, write_npy};
-use rand::{Rng, SeedableRng};
 
 mod common;
 
-use common::{rodl, stderr, TempDir};
+use common::{random, rel, rodl, stderr, TempDir};
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
@@ -23,23 +22,6 @@ fn s(p: &Path) -> &str {
 fn ok(out: Output) -> String {
     assert!(out.status.success(), "rodl failed: {}", stderr(&out));
     stderr(&out)
-}
-
-/// `‖a − b‖ / ‖b‖` in f64.
-fn rel<T: Copy + Into<f64>>(a: &ArrayD<T>, b: &ArrayD<T>) -> f64 {
-    assert_eq!(a.shape(), b.shape());
-    let (mut d, mut n) = (0.0, 0.0);
-    for (&x, &y) in a.iter().zip(b.iter()) {
-        let (x, y): (f64, f64) = (x.into(), y.into());
-        d += (x - y) * (x - y);
-        n += y * y;
-    }
-    (d / n).sqrt()
-}
-
-fn random(shape: &[usize], seed: u64) -> ArrayD<f64> {
-    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    ArrayD::from_shape_simple_fn(shape, || rng.gen_range(0.0..1.0))
 }
 
 /// A 24³ cone beam of 30 views of 20 × 16 pixels.

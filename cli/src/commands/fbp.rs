@@ -162,13 +162,10 @@ impl Stream<'_> {
             .ok_or_else(|| Failure::new("internal error: data not readable by views"))?;
         let x = streamed::back(
             self.setup,
+            self.compute,
             streamed::Back::Fbp(self.options),
             self.groups,
             &reader,
-            || {
-                self.compute.check()?;
-                streamed::group_transforms::<T>(self.setup, self.compute, self.groups)
-            },
             stages,
         )?;
         stages.moved("read", npy.data_bytes() as u64);

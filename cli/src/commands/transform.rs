@@ -268,13 +268,10 @@ impl Stream<'_> {
         let mut stages = Stages::new(self.compute.device);
         let volume = streamed::back(
             self.setup,
+            self.compute,
             streamed::Back::Adjoint,
             self.groups,
             &reader,
-            || {
-                self.compute.check()?;
-                streamed::group_transforms::<T>(self.setup, self.compute, self.groups)
-            },
             &mut stages,
         )?;
         stages.moved("read", npy.data_bytes() as u64);

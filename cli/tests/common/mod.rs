@@ -141,3 +141,22 @@ pub fn parallel_scan_spec(nu: usize, nv: usize, views: usize, shift: f64) -> rod
     ))
     .unwrap()
 }
+
+/// `‖a − b‖ / ‖b‖`, accumulated in f64.
+pub fn rel<T: Copy + Into<f64>>(a: &ndarray::ArrayD<T>, b: &ndarray::ArrayD<T>) -> f64 {
+    assert_eq!(a.shape(), b.shape());
+    let (mut d, mut n) = (0.0, 0.0);
+    for (&x, &y) in a.iter().zip(b.iter()) {
+        let (x, y): (f64, f64) = (x.into(), y.into());
+        d += (x - y) * (x - y);
+        n += y * y;
+    }
+    (d / n).sqrt()
+}
+
+/// An array of `shape` with values uniform in [0, 1) drawn from the seed `seed`.
+pub fn random(shape: &[usize], seed: u64) -> ndarray::ArrayD<f64> {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    ndarray::ArrayD::from_shape_simple_fn(shape, || rng.gen_range(0.0..1.0))
+}
