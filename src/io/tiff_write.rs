@@ -5,7 +5,7 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use ndarray::{ArrayView2, ArrayView3, Axis, Ix3};
+use ndarray::{ArrayView3, Ix3};
 use tiff::encoder::{colortype, TiffEncoder};
 use tiff::tags::Tag;
 
@@ -122,31 +122,16 @@ pub fn write_volume_tiff<T: Scalar>(
             (lo, (hi - lo) / 65535.0)
         }
     };
-    let digits = nz.saturating_sub(1).to_string().len().max(4);
-    let mut done = Vec::with_capacity(nz);
-    let mut row = Vec::with_capacity(nx * ny);
-    for z in 0..nz {
-        let path = dir.join(format!("{prefix}{z:0digits$}.tif"));
-        let description = format!(
-            "{{\"rodl_volume_slice\": {z}, \"slices\": {nz}, \"offset\": {offset:e}, \
-             \"scale\": {scale:e}}}"
-        );
-        let (temp, file) = TempFile::create(&path).map_err(|e| io(&path, &e))?;
-        let slice = a.index_axis(Axis(2), z);
-        write_slice(
-            file,
-            slice,
-            w,
-            h,
-            format,
-            offset,
-            scale,
-            &description,
-            &mut row,
-        )
-        .map_err(|e| io(&path, &e))?;
-        done.push((temp, path));
-    }
+    let target = Target {
+        dir,
+        prefix,
+        slices: nz,
+        size: (w, h),
+        format,
+        offset,
+        scale,
+    };
+    let done = target.write(0, a)?;
     let mut files = Vec::with_capacity(nz);
     for (temp, path) in done {
         temp.commit(&path).map_err(|e| io(&path, &e))?;
@@ -159,58 +144,129 @@ pub fn write_volume_tiff<T: Scalar>(
     })
 }
 
-/// Encodes one slice `[x, y]` into `file` and syncs it.
-#[allow(clippy::too_many_arguments)]
-fn write_slice<T: Scalar>(
-    file: File,
-    slice: ArrayView2<'_, T>,
-    w: u32,
-    h: u32,
+/// Where and how slices go: the folder, the file names' prefix, the number of slices of the whole
+/// volume (for the names' digits and the descriptions), the pixel size and format, and the
+/// stored values' offset and scale.
+struct Target<'a> {
+    dir: &'a Path,
+    prefix: &'a str,
+    slices: usize,
+    size: (u32, u32),
     format: TiffSliceFormat,
     offset: f64,
     scale: f64,
-    description: &str,
-    buf: &mut Vec<f64>,
-) -> std::result::Result<(), Box<dyn std::error::Error>> {
-    let (nx, ny) = slice.dim();
-    buf.clear();
-    for r in 0..ny {
-        let iy = ny - 1 - r;
-        for ix in 0..nx {
-            buf.push(slice[[ix, iy]].f64());
-        }
+}
+
+/// Slices per task of [`Target::write`]: a task reads each `(x, y)` of its slab once, taking the
+/// consecutive values of its slices from one cache line.
+const SLICES_PER_TASK: usize = 8;
+
+impl Target<'_> {
+    /// Writes the slices `z0 ..` of the volume from `slab = [nx, ny, k]` into temporary files,
+    /// by all cores at once (groups of [`SLICES_PER_TASK`] consecutive slices per task, each
+    /// slice gathered, encoded and synced); returns them in order with their final paths. On an
+    /// error the files written are removed (their [`TempFile`]s dropped).
+    fn write<T: Scalar>(
+        &self,
+        z0: usize,
+        slab: ArrayView3<'_, T>,
+    ) -> Result<Vec<(TempFile, PathBuf)>> {
+        use rayon::prelude::*;
+        let k = slab.dim().2;
+        let groups: Vec<std::ops::Range<usize>> = (0..k)
+            .step_by(SLICES_PER_TASK)
+            .map(|j| j..(j + SLICES_PER_TASK).min(k))
+            .collect();
+        let written: Vec<Vec<(TempFile, PathBuf)>> = groups
+            .into_par_iter()
+            .map(|g| self.write_group(z0, &slab, g))
+            .collect::<Result<_>>()?;
+        Ok(written.into_iter().flatten().collect())
     }
-    let mut out = BufWriter::new(file);
-    {
-        let mut tiff = TiffEncoder::new(&mut out)?;
-        match format {
-            TiffSliceFormat::F32 => {
-                let data: Vec<f32> = buf.iter().map(|&v| v as f32).collect();
-                let mut image = tiff.new_image::<colortype::Gray32Float>(w, h)?;
-                image
-                    .encoder()
-                    .write_tag(Tag::ImageDescription, description)?;
-                image.write_data(&data)?;
-            }
-            TiffSliceFormat::U16(_) => {
-                let inv = if scale > 0.0 { 1.0 / scale } else { 0.0 };
-                // NaN maps to 0 (`as` saturates and sends NaN to 0).
-                let data: Vec<u16> = buf
-                    .iter()
-                    .map(|&v| ((v - offset) * inv).round().clamp(0.0, 65535.0) as u16)
-                    .collect();
-                let mut image = tiff.new_image::<colortype::Gray16>(w, h)?;
-                image
-                    .encoder()
-                    .write_tag(Tag::ImageDescription, description)?;
-                image.write_data(&data)?;
+
+    /// The slices `js` of `slab` (the volume's slices `z0 + j`), one after the other.
+    fn write_group<T: Scalar>(
+        &self,
+        z0: usize,
+        slab: &ArrayView3<'_, T>,
+        js: std::ops::Range<usize>,
+    ) -> Result<Vec<(TempFile, PathBuf)>> {
+        let (nx, ny, _) = slab.dim();
+        // Row-major images (row 0 is the largest y), gathered in one pass over the slab.
+        let mut images: Vec<Vec<T>> = js.clone().map(|_| Vec::with_capacity(nx * ny)).collect();
+        for r in 0..ny {
+            let iy = ny - 1 - r;
+            for ix in 0..nx {
+                let lane = slab.slice(ndarray::s![ix, iy, js.clone()]);
+                for (image, &v) in images.iter_mut().zip(lane.iter()) {
+                    image.push(v);
+                }
             }
         }
+        let digits = self.slices.saturating_sub(1).to_string().len().max(4);
+        let mut out = Vec::with_capacity(js.len());
+        for (j, image) in js.zip(images) {
+            let z = z0 + j;
+            let path = self.dir.join(format!("{}{z:0digits$}.tif", self.prefix));
+            let io = |e: &dyn std::fmt::Display| Error::Io {
+                path: path.clone(),
+                message: e.to_string(),
+            };
+            let (temp, file) = TempFile::create(&path).map_err(|e| io(&e))?;
+            self.encode(file, z, &image).map_err(|e| io(&e))?;
+            out.push((temp, path));
+        }
+        Ok(out)
     }
-    out.flush()?;
-    let file = out.into_inner().map_err(|e| e.into_error())?;
-    file.sync_all()?;
-    Ok(())
+
+    /// Encodes the row-major image of slice `z` into `file` and syncs it.
+    fn encode<T: Scalar>(
+        &self,
+        file: File,
+        z: usize,
+        image: &[T],
+    ) -> std::result::Result<(), Box<dyn std::error::Error>> {
+        let (w, h) = self.size;
+        let description = format!(
+            "{{\"rodl_volume_slice\": {z}, \"slices\": {}, \"offset\": {:e}, \"scale\": {:e}}}",
+            self.slices, self.offset, self.scale
+        );
+        let mut out = BufWriter::with_capacity(1 << 20, file);
+        {
+            let mut tiff = TiffEncoder::new(&mut out)?;
+            match self.format {
+                TiffSliceFormat::F32 => {
+                    let data: Vec<f32> = image.iter().map(|v| v.f64() as f32).collect();
+                    let mut image = tiff.new_image::<colortype::Gray32Float>(w, h)?;
+                    image
+                        .encoder()
+                        .write_tag(Tag::ImageDescription, description.as_str())?;
+                    image.write_data(&data)?;
+                }
+                TiffSliceFormat::U16(_) => {
+                    let inv = if self.scale > 0.0 {
+                        1.0 / self.scale
+                    } else {
+                        0.0
+                    };
+                    // NaN maps to 0 (`as` saturates and sends NaN to 0).
+                    let data: Vec<u16> = image
+                        .iter()
+                        .map(|v| ((v.f64() - self.offset) * inv).round().clamp(0.0, 65535.0) as u16)
+                        .collect();
+                    let mut image = tiff.new_image::<colortype::Gray16>(w, h)?;
+                    image
+                        .encoder()
+                        .write_tag(Tag::ImageDescription, description.as_str())?;
+                    image.write_data(&data)?;
+                }
+            }
+        }
+        out.flush()?;
+        let file = out.into_inner().map_err(|e| e.into_error())?;
+        file.sync_all()?;
+        Ok(())
+    }
 }
 
 /// A TIFF stack written slab by slab: the files and the `ImageDescription` of
@@ -241,7 +297,6 @@ pub struct TiffStackWriter {
     offset: f64,
     scale: f64,
     done: Vec<(TempFile, PathBuf)>,
-    row: Vec<f64>,
 }
 
 impl TiffStackWriter {
@@ -295,7 +350,6 @@ impl TiffStackWriter {
             offset,
             scale,
             done: Vec::new(),
-            row: Vec::with_capacity(nx * ny),
         })
     }
 
@@ -311,34 +365,17 @@ impl TiffStackWriter {
                 &[a, b, k],
             ));
         }
-        let digits = nz.saturating_sub(1).to_string().len().max(4);
-        for j in 0..k {
-            let z = z0 + j;
-            let path = self.dir.join(format!("{}{z:0digits$}.tif", self.prefix));
-            let io = |e: &dyn std::fmt::Display| Error::Io {
-                path: path.clone(),
-                message: e.to_string(),
-            };
-            let description = format!(
-                "{{\"rodl_volume_slice\": {z}, \"slices\": {nz}, \"offset\": {:e}, \
-                 \"scale\": {:e}}}",
-                self.offset, self.scale
-            );
-            let (temp, file) = TempFile::create(&path).map_err(|e| io(&e))?;
-            write_slice(
-                file,
-                slab.index_axis(Axis(2), j),
-                self.size.0,
-                self.size.1,
-                self.format,
-                self.offset,
-                self.scale,
-                &description,
-                &mut self.row,
-            )
-            .map_err(|e| io(&e))?;
-            self.done.push((temp, path));
-        }
+        let target = Target {
+            dir: &self.dir,
+            prefix: &self.prefix,
+            slices: nz,
+            size: self.size,
+            format: self.format,
+            offset: self.offset,
+            scale: self.scale,
+        };
+        let written = target.write(z0, slab)?;
+        self.done.extend(written);
         Ok(())
     }
 
