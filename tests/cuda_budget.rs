@@ -103,7 +103,7 @@ fn pieces_equal_the_whole_transform_for_every_geometry() {
     let _gpu = common::gpu_shared();
     for case in common::ODL_CASES {
         // From a budget that forces a few pieces down to one of many small ones.
-        for div in [2u64, 5, 12] {
+        for &div in common::sized(&[2u64, 5, 12][..], &[2, 12][..]) {
             let budget = budget_for(case, div);
             let (host, whole, pieces) = pair(case, Some(budget));
             let layout = pieces.pieces().unwrap();
@@ -115,7 +115,9 @@ fn pieces_equal_the_whole_transform_for_every_geometry() {
                 assert_eq!(layout.slab_axis, if ndim == 3 { 2 } else { 0 }, "{case}");
             }
             let (ef, ea) = compare(&host, &whole, &pieces);
-            let adj = check_adjoint(&pieces, 3, 7).unwrap().max_rel_error;
+            let adj = check_adjoint(&pieces, common::sized(3, 1), 7)
+                .unwrap()
+                .max_rel_error;
             eprintln!(
                 "{case} budget {budget} B: {} slabs (axis {}) × {} groups; forward rel {:.2e} (max {:.2e}), \
                  adjoint rel {:.2e} (max {:.2e}), adjoint identity {adj:.2e}",

@@ -4,6 +4,8 @@
 //! used: run them where there is one. `--nocapture` shows timing figures.
 #![cfg(feature = "cuda")]
 
+mod common;
+
 use std::f64::consts::PI;
 use std::time::Instant;
 
@@ -191,7 +193,7 @@ fn gpu_filter_adjoint_is_exact() {
             .with_device(GPU)
             .unwrap();
         let f = FbpFilter::new(data, &g, &FbpOptions::new(FilterType::Cosine)).unwrap();
-        let r = check_adjoint(&f, 3, 1).unwrap();
+        let r = check_adjoint(&f, common::sized(3, 1), 1).unwrap();
         eprintln!("{name}: GPU filter adjoint error {:.1e}", r.max_rel_error);
         assert!(r.max_rel_error < 1e-5, "{name}: {}", r.max_rel_error);
     }

@@ -68,7 +68,7 @@ fn cuda_adjoint_is_exact_on_device_spaces() {
         let s = common::odl_case(case);
         let gpu = common::odl_volume_on_gpu(&s);
         let op = RayTransform::new(gpu, s.geometry.build().unwrap(), Backend::cuda(0)).unwrap();
-        let r = check_adjoint(&op, 3, 11).unwrap();
+        let r = check_adjoint(&op, common::sized(3, 1), 11).unwrap();
         eprintln!(
             "{case}: CUDA adjoint relative error {:.2e}",
             r.max_rel_error
@@ -242,7 +242,9 @@ fn cuda_3d_warp_transpose_matches_cpu_off_the_benchmark_shape() {
 fn cuda_3d_profile_transpose_matches_cpu_off_the_benchmark_shape() {
     let host: Space<f32> =
         uniform_discr(&[-1.0, -0.8, -0.6], &[1.0, 0.8, 0.6], &[160, 64, 48]).unwrap();
-    let full = UniformPartition::new(&[0.0], &[2.0 * std::f64::consts::PI], &[11]).unwrap();
+    // Under a sanitizer 3 views: the same shapes (and paths), fewer rays.
+    let views = common::sized(11, 3);
+    let full = UniformPartition::new(&[0.0], &[2.0 * std::f64::consts::PI], &[views]).unwrap();
     let det = UniformPartition::new(&[-2.6, -1.792], &[2.6, 1.792], &[52, 64]).unwrap();
     let g = Geometry::cone_flat(&full, &det, 5.0, 3.0, 0.0, [0.0, 0.0, 1.0], [0.0, 0.0]).unwrap();
     agrees_with_cpu("cone, 52 x 64 detector, 160 x 64 x 48 grid", &host, g);
@@ -547,10 +549,12 @@ fn deterministic_results_are_bitwise_reproducible() {
             s.geometry.build().unwrap(),
         ));
     }
-    let plane: Space<f32> = uniform_discr(&[-1.0, -1.0], &[1.0, 1.0], &[200, 200]).unwrap();
+    // Under a sanitizer 64² and 45 views (still the tables' tile kernels, more than one tile).
+    let (n, views, cells) = common::sized((200, 180, 283), (64, 45, 91));
+    let plane: Space<f32> = uniform_discr(&[-1.0, -1.0], &[1.0, 1.0], &[n, n]).unwrap();
     let par =
-        Geometry::parallel_2d(&p(&[0.0], &[PI], &[180]), &p(&[-1.5], &[1.5], &[283])).unwrap();
-    cases.push(("parallel 2D 200², 180 views".into(), plane, par));
+        Geometry::parallel_2d(&p(&[0.0], &[PI], &[views]), &p(&[-1.5], &[1.5], &[cells])).unwrap();
+    cases.push((format!("parallel 2D {n}², {views} views"), plane, par));
     let vol: Space<f32> = uniform_discr(&[-1.0; 3], &[1.0; 3], &[40, 40, 40]).unwrap();
     let cyl = Geometry::cone_curved(
         &p(&[0.0], &[2.0 * PI], &[24]),
@@ -635,7 +639,7 @@ fn deterministic_results_are_bitwise_reproducible() {
             );
         }
         if let (Some(_), Some(_)) = (op.batched(), op.adjoint().unwrap().batched()) {
-            for batch in [2, 3, 9] {
+            for &batch in common::sized(&[2usize, 3, 9][..], &[2, 3][..]) {
                 let ef = batched_matches_entries(&op, batch, SEED + batch as u64);
                 let ea = batched_matches_entries(
                     op.adjoint().unwrap().as_ref(),

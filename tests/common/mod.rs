@@ -455,3 +455,20 @@ pub fn repeats(default: usize) -> usize {
         .and_then(|v| v.parse::<usize>().ok())
         .map_or(default, |n| n.clamp(2, default.max(2)))
 }
+
+/// Whether the tests run under compute-sanitizer (`tools/gpu-sanitize` sets `RODL_SANITIZER`):
+/// the heaviest GPU tests then take fewer views, budgets, batch sizes or random trials — the
+/// same kernels and the same paths through them, fewer and smaller launches to instrument
+/// (racecheck runs shared-memory kernels a thousand times slower).
+pub fn sanitizing() -> bool {
+    std::env::var_os("RODL_SANITIZER").is_some()
+}
+
+/// `full` normally, `small` under a sanitizer ([`sanitizing`]).
+pub fn sized<T>(full: T, small: T) -> T {
+    if sanitizing() {
+        small
+    } else {
+        full
+    }
+}
