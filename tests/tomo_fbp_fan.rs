@@ -165,6 +165,45 @@ fn view_ranges_add_up() {
     assert!(e < 2e-6, "{e:.3e}");
 }
 
+/// `fbp_ops_views` (one preparation for several groups) gives each group the operator that
+/// `fbp_op_views` gives it, exact fan-beam plan included; lists of different lengths and views
+/// outside the scan are errors.
+#[test]
+fn groups_prepared_together_equal_groups_prepared_alone() {
+    use rodl::tomo::fbp_ops_views;
+    let space = uniform_discr::<f32>(&[-1.0, -1.0], &[1.0, 1.0], &[24, 24]).unwrap();
+    let g = fan(false, (0.0, 2.0 * PI, 30), 40, 0.1);
+    let full = RayTransform::new(space.clone(), g.clone(), Backend::default()).unwrap();
+    let y = data(full.range(), 5);
+    let groups = [0..7, 7..19, 19..30];
+    let parts: Vec<RayTransform<f32>> = groups
+        .iter()
+        .map(|v| {
+            RayTransform::new(
+                space.clone(),
+                g.select_views(v.clone()).unwrap(),
+                Backend::default(),
+            )
+            .unwrap()
+        })
+        .collect();
+    let refs: Vec<&dyn rodl::LinearOperator<f32>> = parts
+        .iter()
+        .map(|r| r as &dyn rodl::LinearOperator<f32>)
+        .collect();
+    let o = FbpOptions::default();
+    let together = fbp_ops_views(&refs, &g, &groups, &o).unwrap();
+    for ((op, part), views) in together.iter().zip(&parts).zip(&groups) {
+        let rows = y.as_slice().unwrap()[views.start * 40..views.end * 40].to_vec();
+        let d = part.range().element_from_vec(rows).unwrap();
+        let alone = fbp_op_views(part, &g, views.clone(), &o).unwrap();
+        let (a, b) = (op.apply(&d).unwrap(), alone.apply(&d).unwrap());
+        assert_eq!(a.as_slice().unwrap(), b.as_slice().unwrap(), "{views:?}");
+    }
+    assert!(fbp_ops_views(&refs[..2], &g, &groups, &o).is_err());
+    assert!(fbp_ops_views(&refs[..1], &g, &[25..31], &o).is_err());
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(12))]
 

@@ -13,7 +13,7 @@
 //! * `backproject` and `fbp`: a reader thread reads group after group from the input file
 //!   (positioned reads by all cores, finite values checked) while the main thread uploads the
 //!   previous group and adds its back-projection (for FBP: of its filtered rows,
-//!   [`rodl::tomo::fbp_op_views`], the whole scan's filter and weights restricted to the group)
+//!   [`rodl::tomo::fbp_ops_views`], the whole scan's filter and weights restricted to the group)
 //!   into the volume. The device's set-up runs beside the first reads.
 //!
 //! The groups add up to the whole transform (forward: each view's rows are computed as in one
@@ -26,7 +26,7 @@ use std::time::Instant;
 
 use ndarray::ArrayD;
 use rodl::tomo::split::{piece_transform, Piece};
-use rodl::tomo::{fbp_op_views, FbpOptions, RayTransform};
+use rodl::tomo::{fbp_ops_views, FbpOptions, RayTransform};
 use rodl::{Element, LinOp, LinearOperator, Operator, Scalar};
 
 use crate::commands::{Compute, Setup, OVERFLOW_HINT};
@@ -279,22 +279,25 @@ pub fn back<T: NpyScalar>(
 }
 
 /// The operators that take a group's data to its share of the volume: the adjoints of `rays`,
-/// or their FBPs restricted to the groups' views.
+/// or their FBPs restricted to the groups' views (the whole scan's filter and weights prepared
+/// once for all groups).
 fn back_operators<T: Scalar>(
     rays: &[RayTransform<T>],
     groups: &[Range<usize>],
     setup: &Setup,
     how: Back<'_>,
 ) -> Result<Vec<LinOp<T>>, Failure> {
-    rays.iter()
-        .zip(groups)
-        .map(|(ray, views)| {
-            Ok(match how {
-                Back::Adjoint => ray.adjoint()?,
-                Back::Fbp(options) => fbp_op_views(ray, &setup.geometry, views.clone(), options)?,
-            })
-        })
-        .collect()
+    Ok(match how {
+        Back::Adjoint => rays
+            .iter()
+            .map(|ray| ray.adjoint())
+            .collect::<rodl::Result<_>>()?,
+        Back::Fbp(options) => {
+            let refs: Vec<&dyn LinearOperator<T>> =
+                rays.iter().map(|r| r as &dyn LinearOperator<T>).collect();
+            fbp_ops_views(&refs, &setup.geometry, groups, options)?
+        }
+    })
 }
 
 #[cfg(test)]
