@@ -201,7 +201,8 @@ fn groups_prepared_together_equal_groups_prepared_alone() {
         assert_eq!(a.as_slice().unwrap(), b.as_slice().unwrap(), "{views:?}");
     }
     assert!(fbp_ops_views(&refs[..2], &g, &groups, &o).is_err());
-    assert!(fbp_ops_views(&refs[..1], &g, &[25..31], &o).is_err());
+    let outside = vec![std::ops::Range { start: 25, end: 31 }];
+    assert!(fbp_ops_views(&refs[..1], &g, &outside, &o).is_err());
 }
 
 proptest! {
