@@ -101,8 +101,8 @@ pub struct TransformArgs {
     pub out_of_core: bool,
     /// Stream the projection data through the transform in this many groups of views, so
     /// that reading them (`backproject`, `fbp`) or writing them (`project`) overlaps the
-    /// computation; 1 turns streaming off. Default: groups of about 64 MiB, and no streaming
-    /// for data under 128 MiB.
+    /// computation; 1 turns streaming off. Default: on a GPU groups of about 64 MiB, and no
+    /// streaming for data under 128 MiB; on the CPU no streaming.
     #[arg(long, value_name = "N")]
     pub view_groups: Option<usize>,
     /// Report precision, shapes and the compute time on stderr.
@@ -212,8 +212,8 @@ pub struct FbpArgs {
     pub out_of_core: bool,
     /// Stream the projection data through the transform in this many groups of views, so
     /// that reading them (`backproject`, `fbp`) or writing them (`project`) overlaps the
-    /// computation; 1 turns streaming off. Default: groups of about 64 MiB, and no streaming
-    /// for data under 128 MiB.
+    /// computation; 1 turns streaming off. Default: on a GPU groups of about 64 MiB, and no
+    /// streaming for data under 128 MiB; on the CPU no streaming.
     #[arg(long, value_name = "N")]
     pub view_groups: Option<usize>,
     /// PNG picture.

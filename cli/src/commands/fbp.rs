@@ -60,7 +60,12 @@ pub fn run(args: &FbpArgs) -> Result<(), Failure> {
         return Ok(());
     }
     // Streamed by groups of views: the read overlaps the filtering and back-projection.
-    let groups = streamed::view_groups(setup.data_shape()[0], npy.data_bytes(), args.view_groups)?;
+    let groups = streamed::view_groups(
+        setup.data_shape()[0],
+        npy.data_bytes(),
+        args.view_groups,
+        compute.device,
+    )?;
     if groups.len() > 1 && npy.by_rows() {
         let mut stages = Stages::new(compute.device);
         let stream = Stream {

@@ -98,7 +98,7 @@ pub fn run(
         Direction::Adjoint => npy.data_bytes(),
     };
     let views = setup.data_shape()[0];
-    let groups = streamed::view_groups(views, data_bytes, args.view_groups)?;
+    let groups = streamed::view_groups(views, data_bytes, args.view_groups, compute.device)?;
     if groups.len() > 1 && noise.is_none() && outputs.temp_path(slot).is_some() {
         let stream = Stream {
             setup: &setup,
