@@ -43,10 +43,10 @@ pub const GROUP_BYTES: u128 = 64 << 20;
 /// The groups of views of data with `views` views and `bytes` bytes computed on `device`:
 /// `asked` groups (`Some(1)`: one group, no streaming), else on a GPU groups of about
 /// [`GROUP_BYTES`] (one group for data under twice that), and on the CPU one group: there the
-/// transform takes far longer than the file I/O it would hide, and each group's call repeats
-/// the CPU projector's per-call work over the whole volume (measured on 128³ with 128 views:
-/// `backproject` 0.48 s in one group, 0.88 s in twelve). Consecutive, of sizes that differ by at
-/// most one view.
+/// transform takes far longer than the file I/O it would hide, and the CPU projector loses
+/// wall time to its per-call synchronisation over fewer views per call (measured on 128³ with
+/// 128 views on two cores: `backproject` 0.48 s in one group, 0.88 s in twelve). Consecutive,
+/// of sizes that differ by at most one view.
 pub fn view_groups(
     views: usize,
     bytes: u128,
