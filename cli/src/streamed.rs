@@ -64,6 +64,46 @@ pub fn view_groups(
     Ok((0..k).map(|i| i * views / k..(i + 1) * views / k).collect())
 }
 
+/// Whether the streamed path's arrays (`bytes` on the device) fit in the free memory of
+/// `compute`'s device, with a tenth kept free for the kernels' scratch and the memory pool: a
+/// GPU whose memory cannot hold the volume takes the one-group path, whose host arrays stream
+/// through the GPU in pieces under its budget. The host's memory is checked before (the
+/// in-memory path's limit). Starts the device (call it where its start is wanted).
+pub fn fits_on_device(compute: &Compute, bytes: u128) -> Result<bool, Failure> {
+    match compute.device {
+        Device::Cpu => Ok(true),
+        device => {
+            let (free, _) = device.memory_info()?;
+            Ok(bytes.saturating_mul(10) <= free as u128 * 9)
+        }
+    }
+}
+
+/// The device bytes of the streamed path on `setup` in values of `T` with the largest group
+/// of `views` views: the volume and a group's data (`project`); the volume twice (the sum and
+/// one group's share) and a group's data twice (its upload and, for FBP, its filtered copy)
+/// for the back-projections.
+pub fn device_bytes<T: Scalar>(setup: &Setup, views: usize, back: bool) -> u128 {
+    let size = std::mem::size_of::<T>() as u128;
+    let volume = setup
+        .volume_shape()
+        .iter()
+        .map(|&n| n as u128)
+        .product::<u128>()
+        * size;
+    let row: u128 = setup.data_shape()[1..]
+        .iter()
+        .map(|&n| n as u128)
+        .product::<u128>()
+        * size;
+    let group = row * views as u128;
+    if back {
+        2 * volume + 2 * group
+    } else {
+        volume + group
+    }
+}
+
 /// The ray transforms of the view groups `groups` of `setup`'s geometry on its volume on
 /// `compute`'s device.
 pub fn group_transforms<T: Scalar>(
@@ -204,7 +244,9 @@ pub enum Back<'a> {
 /// ([`group_transforms`]), and then while each earlier group is uploaded and back-projected
 /// into the volume on the device. `stages` gets the set-up, the
 /// read (the reader's busy time), the compute (the main thread's busy time, `how`'s stage
-/// name: `transform` or `fbp`) and the streamed part's wall time.
+/// name: `transform` or `fbp`) and the streamed part's wall time. `None` (nothing computed,
+/// the stages untouched) when the device's memory cannot hold the streamed path's arrays
+/// ([`fits_on_device`]).
 pub fn back<T: NpyScalar>(
     setup: &Setup,
     compute: &Compute,
@@ -212,8 +254,10 @@ pub fn back<T: NpyScalar>(
     groups: &[Range<usize>],
     reader: &RowReader<'_, T>,
     stages: &mut Stages,
-) -> Result<Element<T>, Failure> {
+) -> Result<Option<Element<T>>, Failure> {
     let start = Instant::now();
+    let largest = groups.iter().map(|g| g.len()).max().unwrap_or(0);
+    let bytes = device_bytes::<T>(setup, largest, true);
     let stage = match how {
         Back::Adjoint => "transform",
         Back::Fbp(_) => "fbp",
@@ -234,12 +278,19 @@ pub fn back<T: NpyScalar>(
             seconds
         });
         let t = Instant::now();
-        let made = compute
-            .check()
-            .and_then(|()| group_transforms::<T>(setup, compute, groups));
+        let made = compute.check().and_then(|()| {
+            if fits_on_device(compute, bytes)? {
+                Ok(Some(group_transforms::<T>(setup, compute, groups)?))
+            } else {
+                Ok(None)
+            }
+        });
         let set = t.elapsed().as_secs_f64();
         let mut busy = 0.0;
         let volume = made.and_then(|rays| {
+            let Some(rays) = rays else {
+                return Ok(None);
+            };
             let ops = back_operators(&rays, groups, setup, how)?;
             let space = ops
                 .first()
@@ -265,14 +316,18 @@ pub fn back<T: NpyScalar>(
                 }
                 busy += t.elapsed().as_secs_f64();
             }
-            volume.ok_or_else(|| Failure::new("internal error: no view groups were read"))
+            volume
+                .map(Some)
+                .ok_or_else(|| Failure::new("internal error: no view groups were read"))
         });
         drop(rx);
         let read = reading.join();
         (volume, read, set, busy)
     });
     let read = read.map_err(|_| Failure::new("internal error: the reading thread panicked"))?;
-    let volume = volume?;
+    let Some(volume) = volume? else {
+        return Ok(None);
+    };
     stages.add("set-up", set);
     stages.add("read", read);
     stages.add(stage, busy);
@@ -281,7 +336,7 @@ pub fn back<T: NpyScalar>(
         "streamed",
         format!("{} view groups, read and {stage} overlapped", groups.len()),
     );
-    Ok(volume)
+    Ok(Some(volume))
 }
 
 /// The operators that take a group's data to its share of the volume: the adjoints of `rays`,
@@ -330,6 +385,15 @@ mod tests {
         assert_eq!(g.first().unwrap().start, 0);
         assert_eq!(g.last().unwrap().end, 512);
         assert!(g.windows(2).all(|w| w[0].end == w[1].start));
+        // The device bytes: volume (+ a group), or twice both for the back-projections.
+        let setup = Setup::from_text(
+            r#"{"volume": {"min_pt": [-1, -1, -1], "max_pt": [1, 1, 1], "shape": [4, 5, 6]},
+            "geometry": {"kind": "cone", "angles": {"min": 0, "max": 6.283185307179586, "count": 10},
+            "src_radius": 4, "det_radius": 4, "detector": {"min": [-2, -2], "max": [2, 2], "shape": [7, 3]}}}"#,
+        )
+        .unwrap();
+        assert_eq!(device_bytes::<f32>(&setup, 2, false), 4 * (120 + 42));
+        assert_eq!(device_bytes::<f64>(&setup, 2, true), 8 * 2 * (120 + 42));
         // The CPU: one group unless asked.
         assert_eq!(
             super::view_groups(512, 805_306_368, None, Device::Cpu)

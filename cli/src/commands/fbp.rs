@@ -66,6 +66,7 @@ pub fn run(args: &FbpArgs) -> Result<(), Failure> {
         args.view_groups,
         compute.device,
     )?;
+    let mut out = out;
     if groups.len() > 1 && npy.by_rows() {
         let mut stages = Stages::new(compute.device);
         let stream = Stream {
@@ -74,21 +75,27 @@ pub fn run(args: &FbpArgs) -> Result<(), Failure> {
             options: &options,
             groups: &groups,
         };
-        match dtype {
+        let done = match dtype {
             Dtype::F32 => stream.reconstruct::<f32>(&npy, out, args, &mut stages),
             Dtype::F64 => stream.reconstruct::<f64>(&npy, out, args, &mut stages),
         }?;
-        stages.moved(
-            "write",
-            std::fs::metadata(&args.output).map_or(0, |m| m.len()),
-        );
-        if args.verbose {
-            let how = format!("{}, {} view groups", compute.device, groups.len());
-            let seconds = stages.sum_except(&["start", "read", "write", "streamed"]);
-            note_done(&options, &setup, args, &how, seconds);
-            crate::term::note(&format!("rodl: stages: {}", stages.describe()));
+        match done {
+            Streamed::Written => {
+                stages.moved(
+                    "write",
+                    std::fs::metadata(&args.output).map_or(0, |m| m.len()),
+                );
+                if args.verbose {
+                    let how = format!("{}, {} view groups", compute.device, groups.len());
+                    let seconds = stages.sum_except(&["start", "read", "write", "streamed"]);
+                    note_done(&options, &setup, args, &how, seconds);
+                    crate::term::note(&format!("rodl: stages: {}", stages.describe()));
+                }
+                return Ok(());
+            }
+            // A volume too large for the device's memory: the one-group path below.
+            Streamed::Not(back) => out = back,
         }
-        return Ok(());
     }
     drop(npy);
     let mut stages = Stages::new(compute.device);
@@ -144,6 +151,14 @@ fn reconstruct<T: NpyScalar>(
     write_result(out, x, &args.image, "the reconstruction", stages)
 }
 
+/// What [`Stream::reconstruct`] did.
+enum Streamed {
+    /// The reconstruction is written.
+    Written,
+    /// Nothing: the device's memory cannot hold the streamed path's arrays; the outputs back.
+    Not(ResultOutputs),
+}
+
 /// An FBP streamed by groups of views ([`streamed`]).
 struct Stream<'a> {
     setup: &'a Setup,
@@ -161,19 +176,23 @@ impl Stream<'_> {
         out: ResultOutputs,
         args: &FbpArgs,
         stages: &mut Stages,
-    ) -> Result<(), Failure> {
+    ) -> Result<Streamed, Failure> {
         let reader = npy
             .rows::<T>()?
             .ok_or_else(|| Failure::new("internal error: data not readable by views"))?;
-        let x = streamed::back(
+        let Some(x) = streamed::back(
             self.setup,
             self.compute,
             streamed::Back::Fbp(self.options),
             self.groups,
             &reader,
             stages,
-        )?;
+        )?
+        else {
+            return Ok(Streamed::Not(out));
+        };
         stages.moved("read", npy.data_bytes() as u64);
-        write_result(out, x, &args.image, "the reconstruction", stages)
+        write_result(out, x, &args.image, "the reconstruction", stages)?;
+        Ok(Streamed::Written)
     }
 }

@@ -233,17 +233,32 @@ struct Stream<'a> {
 impl Stream<'_> {
     /// Reads the volume while the device and the groups' transforms are set up, then projects
     /// it group by group into the output `slot`, each group written while the next one is
-    /// computed. Returns the stages and the output's shape.
+    /// computed. Returns the stages and the output's shape; `None` (nothing written) when the
+    /// device's memory cannot hold the volume.
     fn project<T: NpyScalar>(
         &self,
         outputs: &mut Outputs,
         slot: crate::output::Slot,
     ) -> Result<Option<(Stages, Vec<usize>)>, Failure> {
         let mut stages = Stages::new(self.compute.device);
+        let largest = self.groups.iter().map(|g| g.len()).max().unwrap_or(0);
+        let bytes = streamed::device_bytes::<T>(self.setup, largest, false);
         let (rays, x) = beside_the_read::<T, _>(&mut stages, &self.args.input, || {
             self.compute.check()?;
-            streamed::group_transforms::<T>(self.setup, self.compute, self.groups)
+            if !streamed::fits_on_device(self.compute, bytes)? {
+                return Ok(None);
+            }
+            Ok(Some(streamed::group_transforms::<T>(
+                self.setup,
+                self.compute,
+                self.groups,
+            )?))
         })?;
+        // A volume too large for the device's memory: the one-group path (host arrays in
+        // pieces through the GPU), which reads the volume again.
+        let Some(rays) = rays else {
+            return Ok(None);
+        };
         let shape = self.setup.data_shape();
         streamed::project(&rays, self.groups, x, &shape, outputs, slot, &mut stages)?;
         stages.moved(
@@ -255,7 +270,8 @@ impl Stream<'_> {
 
     /// Reads the projection data group by group while the device is set up and the earlier
     /// groups are back-projected, then writes the volume into the output `slot`. `None` (and
-    /// nothing done) for data in Fortran order, which are not read by groups.
+    /// nothing written) for data in Fortran order, which are not read by groups, and when the
+    /// device's memory cannot hold the volume.
     fn backproject<T: NpyScalar>(
         &self,
         npy: &NpyFile,
@@ -266,14 +282,17 @@ impl Stream<'_> {
             return Ok(None);
         };
         let mut stages = Stages::new(self.compute.device);
-        let volume = streamed::back(
+        let Some(volume) = streamed::back(
             self.setup,
             self.compute,
             streamed::Back::Adjoint,
             self.groups,
             &reader,
             &mut stages,
-        )?;
+        )?
+        else {
+            return Ok(None);
+        };
         stages.moved("read", npy.data_bytes() as u64);
         let host = stages.time("download", || Ok(volume.into_host()?.into_array()?))?;
         stages.time("check", || {
