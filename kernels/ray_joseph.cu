@@ -763,8 +763,44 @@ joseph_forward2_smem_batch_f32(const float* __restrict__ vol, float* __restrict_
 
 // One plane m of the warp-merged scatter (all 32 lanes call it together; `on`: the lane's ray
 // is marching at plane m; c = w * y; prev_a: lane l-1's axis). See backward3_seg_warp below.
-template <bool COUNT>
-__device__ __forceinline__ void warp_merge_scatter(float* __restrict__ vol, const Ray& r, int m, bool on, float c,
+// Where a scattering transpose adds its contributions. FloatSum: float atomics into the volume
+// (the default transposes: the sums' rounding depends on the order of the atomics, which varies
+// from run to run). FixedSum: 64-bit fixed-point integer atomics into a scratch of 64-bit words
+// at the scale `scale` (integer addition is associative, so the words hold the same bits in any
+// order: the deterministic transposes, whose joseph_fixed_to_f32 turns the sums into floats).
+// Each contribution is the same float product in both; FixedSum rounds it to a multiple of
+// 1/scale (at most 2^-63 of the transpose's bound) and skips zeros.
+struct FloatSum {
+    float* p;
+    static constexpr bool FIXED = false;
+    __device__ __forceinline__ FloatSum at(u64 off) const { return FloatSum{p + off}; }
+    __device__ __forceinline__ void add(u64 i, float v) const { atomicAdd(p + i, v); }
+    __device__ __forceinline__ bool vector_aligned() const { return (reinterpret_cast<u64>(p) & 15u) == 0u; }
+};
+
+struct FixedSum {
+    unsigned long long* p;
+    double scale;
+    static constexpr bool FIXED = true;
+    __device__ __forceinline__ FixedSum at(u64 off) const { return FixedSum{p + off, scale}; }
+    __device__ __forceinline__ void add(u64 i, float v) const {
+        if (v != 0.0f) atomicAdd(p + i, (unsigned long long)llrint((double)v * scale));
+    }
+    __device__ __forceinline__ bool vector_aligned() const { return true; }  // scalar adds only
+};
+
+// The scale 2^e for data whose largest magnitude has the bits `ymax_bits`, so that sums bounded
+// by bound * max|y| stay below 2^62 (1 when the bound is not finite and positive).
+__device__ __forceinline__ double fixed_scale(double bound, unsigned ymax_bits) {
+    const double b = bound * (double)__uint_as_float(ymax_bits);
+    if (!(b > 0.0) || !(b < 1e300)) return 1.0;
+    int e = 0;
+    frexp(b, &e);  // b < 2^e
+    return ldexp(1.0, 62 - e);
+}
+
+template <bool COUNT, class Sum>
+__device__ __forceinline__ void warp_merge_scatter(const Sum& vol, const Ray& r, int m, bool on, float c,
                                                    int lane, int prev_a, const int* first, const int* sh,
                                                    const int* st, unsigned long long* n_done,
                                                    unsigned long long* n_saved) {
@@ -804,10 +840,10 @@ __device__ __forceinline__ void warp_merge_scatter(float* __restrict__ vol, cons
         v10 = __fadd_rn(v10, prev_v11);
     }
     if (on) {
-        if (b0 && c0) atomicAdd(vol + i00, v00);
-        if (b0 && c1 && !gave) atomicAdd(vol + i00 + sc, v01);
-        if (b1 && c0) atomicAdd(vol + i00 + sb, v10);
-        if (b1 && c1 && !gave) atomicAdd(vol + i00 + sb + sc, v11);
+        if (b0 && c0) vol.add((u64)i00, v00);
+        if (b0 && c1 && !gave) vol.add((u64)(i00 + sc), v01);
+        if (b1 && c0) vol.add((u64)(i00 + sb), v10);
+        if (b1 && c1 && !gave) vol.add((u64)(i00 + sb + sc), v11);
         if (COUNT) {
             const int nc1 = (b0 && c1 ? 1 : 0) + (b1 && c1 ? 1 : 0);
             *n_done += (unsigned long long)((b0 && c0 ? 1 : 0) + (b1 && c0 ? 1 : 0) + (gave ? 0 : nc1));
@@ -885,8 +921,8 @@ __device__ __forceinline__ void backward3_seg_warp(const float* __restrict__ sin
         }
         const int prev_a = __shfl_up_sync(full, r.a, 1);
         for (int m = ulo; m < uhi; ++m) {  // warp-uniform bounds
-            warp_merge_scatter<COUNT>(vol, r, m, m >= mlo && m < mhi, c, lane, prev_a, first, sh, st, &n_done,
-                                      &n_saved);
+            warp_merge_scatter<COUNT>(FloatSum{vol}, r, m, m >= mlo && m < mhi, c, lane, prev_a, first, sh, st,
+                                      &n_done, &n_saved);
         }
     }
     if (COUNT) {
@@ -948,8 +984,8 @@ extern "C" __global__ void joseph_backward3_seg_warp_f32(const float* __restrict
 // [0] += warp-planes of the lean path, [1] += of the other path.
 // BATCH: `batch` entries one after the other, as forward3_chunkseg<true> (an entry's thread
 // count is a multiple of 32, so a warp never spans two entries).
-template <int STEP, bool BATCH>
-__device__ __forceinline__ void backward3_profile(const float* __restrict__ sino, float* __restrict__ vol_all,
+template <int STEP, bool BATCH, class Sum>
+__device__ __forceinline__ void backward3_profile(const float* __restrict__ sino, const Sum sum_all,
                                                   const double* __restrict__ views, const RayParams& p, int count,
                                                   int seglen, unsigned long long* __restrict__ stats, int batch) {
     __shared__ __align__(16) float profiles[8][STEP * 64];
@@ -966,14 +1002,14 @@ __device__ __forceinline__ void backward3_profile(const float* __restrict__ sino
     const u64 total = (u64)((band_rows(p) + 31) / 32) * (u64)nseg * (u64)count * (u64)p.nu * 32u;
     // Entries are voxels apart, a multiple of 4 when sh[2] is: all aligned alike.
     // A piece's box along axis 2 must also start at a multiple of 4, so that its quads are whole.
-    const bool aligned = (reinterpret_cast<u64>(vol_all) & 15u) == 0u && (sh[2] & 3) == 0 && (first[2] & 3) == 0;
+    const bool aligned = sum_all.vector_aligned() && (sh[2] & 3) == 0 && (first[2] & 3) == 0;
     unsigned long long n_lean = 0, n_other = 0;
     const u64 all = BATCH ? total * (u64)batch : total;
     for (u64 gg = blockIdx.x * (u64)blockDim.x + threadIdx.x; gg - (u64)lane < all; gg += (u64)gridDim.x * blockDim.x) {
         // The warp's entry (warp-uniform) and this thread's index within it.
         const u64 entry = BATCH ? (gg - (u64)lane) / total : 0;
         const u64 g = BATCH ? gg - entry * total : gg;
-        float* vol = BATCH ? vol_all + entry * (u64)sh[0] * (u64)sh[1] * (u64)sh[2] : vol_all;
+        const Sum vol = BATCH ? sum_all.at(entry * (u64)sh[0] * (u64)sh[1] * (u64)sh[2]) : sum_all;
         const float* data = BATCH ? sino + entry * (u64)p.nviews * (u64)p.nu * (u64)p.nv : sino;
         Ray r;
         r.a = -1; r.b = 0; r.c = 0; r.fb0 = 0.0f; r.sb = 0.0f; r.fc0 = 0.0f; r.sc = 0.0f; r.w = 0.0f; r.m0 = 0; r.m1 = 0;
@@ -1069,29 +1105,48 @@ __device__ __forceinline__ void backward3_profile(const float* __restrict__ sino
                         const int ib = hi ? ib_k[kk] : ib_k[2 * rnd];
                         const int base = hi ? base_k[kk] : base_k[2 * rnd];
                         const float tb = hi ? tb_k[kk] : tb_k[2 * rnd];
-                        float4* quad = reinterpret_cast<float4*>(prof + 64 * k) + ql;
-                        const float4 q = *quad;
-                        *quad = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-                        const int gc = base + 4 * ql;
-                        if (gc >= lc && gc < lc + nc && (q.x != 0.0f || q.y != 0.0f || q.z != 0.0f || q.w != 0.0f)) {
-                            float* dst = vol + ((m + k) * sa + ib * sb + gc);
-                            const float w0 = __fsub_rn(1.0f, tb);
+                        const float w0 = __fsub_rn(1.0f, tb);
+                        if constexpr (Sum::FIXED) {
+                            // Lane ql takes the cells ql + 16 j: each add instruction's lanes
+                            // land on 16 consecutive voxels.
 #pragma unroll
-                            for (int x = 0; x < 2; ++x) {
-                                const int jb = ib + x;
-                                if (jb < lb || jb >= lb + nb) continue;
-                                const float wb = x == 0 ? w0 : tb;
-                                const float4 d = make_float4(__fmul_rn(q.x, wb), __fmul_rn(q.y, wb), __fmul_rn(q.z, wb),
-                                                             __fmul_rn(q.w, wb));
-                                float* row = dst + x * sb;
+                            for (int j = 0; j < 4; ++j) {
+                                const int cell = ql + 16 * j;
+                                const float q = prof[64 * k + cell];
+                                prof[64 * k + cell] = 0.0f;
+                                const int gc = base + cell;
+                                if (q == 0.0f || gc < lc || gc >= lc + nc) continue;
+#pragma unroll
+                                for (int x = 0; x < 2; ++x) {
+                                    const int jb = ib + x;
+                                    if (jb < lb || jb >= lb + nb) continue;
+                                    vol.add((u64)((m + k) * sa + jb * sb + gc), __fmul_rn(q, x == 0 ? w0 : tb));
+                                }
+                            }
+                        } else {
+                            float4* quad = reinterpret_cast<float4*>(prof + 64 * k) + ql;
+                            const float4 q = *quad;
+                            *quad = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                            const int gc = base + 4 * ql;
+                            if (gc >= lc && gc < lc + nc && (q.x != 0.0f || q.y != 0.0f || q.z != 0.0f || q.w != 0.0f)) {
+                                float* dst = vol.p + ((m + k) * sa + ib * sb + gc);
+#pragma unroll
+                                for (int x = 0; x < 2; ++x) {
+                                    const int jb = ib + x;
+                                    if (jb < lb || jb >= lb + nb) continue;
+                                    const float wb = x == 0 ? w0 : tb;
+                                    const float4 d = make_float4(__fmul_rn(q.x, wb), __fmul_rn(q.y, wb),
+                                                                 __fmul_rn(q.z, wb), __fmul_rn(q.w, wb));
+                                    float* row = dst + x * sb;
 #if __CUDA_ARCH__ >= 900
-                                atomicAdd(reinterpret_cast<float4*>(row), d);
+                                    atomicAdd(reinterpret_cast<float4*>(row), d);
 #else
-                                atomicAdd(row, d.x);
-                                atomicAdd(row + 1, d.y);
-                                atomicAdd(row + 2, d.z);
-                                atomicAdd(row + 3, d.w);
+                                    atomicAdd(row, d.x);
+                                    atomicAdd(row + 1, d.y);
+                                    atomicAdd(row + 2, d.z);
+                                    atomicAdd(row + 3, d.w);
 #endif
+                                }
                             }
                         }
                     }
@@ -1103,8 +1158,8 @@ __device__ __forceinline__ void backward3_profile(const float* __restrict__ sino
         if (stats != nullptr && lane == 0) n_other += (unsigned long long)(uhi - ulo);
         const int prev_a = __shfl_up_sync(full, a, 1);
         for (int m = ulo; m < uhi; ++m) {
-            warp_merge_scatter<false>(vol, r, m, m >= mlo && m < mhi, c, lane, prev_a, first, sh, st, nullptr,
-                                      nullptr);
+            warp_merge_scatter<false, Sum>(vol, r, m, m >= mlo && m < mhi, c, lane, prev_a, first, sh, st, nullptr,
+                                           nullptr);
         }
     }
     if (stats != nullptr && lane == 0) {
@@ -1116,21 +1171,31 @@ __device__ __forceinline__ void backward3_profile(const float* __restrict__ sino
 extern "C" __global__ void __launch_bounds__(256)
 joseph_backward3_profile_f32(const float* __restrict__ sino, float* __restrict__ vol, const double* __restrict__ views,
                              RayParams p, int count, int seglen) {
-    backward3_profile<4, false>(sino, vol, views, p, count, seglen, nullptr, 1);
+    backward3_profile<4, false>(sino, FloatSum{vol}, views, p, count, seglen, nullptr, 1);
 }
 
 // The same over `batch` entries (the volumes zeroed first).
 extern "C" __global__ void __launch_bounds__(256)
 joseph_backward3_profile_batch_f32(const float* __restrict__ sino, float* __restrict__ vol,
                                    const double* __restrict__ views, RayParams p, int count, int seglen, int batch) {
-    backward3_profile<4, true>(sino, vol, views, p, count, seglen, nullptr, batch);
+    backward3_profile<4, true>(sino, FloatSum{vol}, views, p, count, seglen, nullptr, batch);
+}
+
+// The deterministic form (CudaOptions::deterministic): the same warps, profiles and products,
+// added as 64-bit fixed-point integers into `acc` (zeroed; the volume's layout) at the scale
+// fixed_scale(bound, *ymax) (FixedSum); joseph_fixed_to_f32 turns them into floats.
+extern "C" __global__ void __launch_bounds__(256)
+joseph_backward3_profile_fixed_f32(const float* __restrict__ sino, unsigned long long* __restrict__ acc,
+                                   const double* __restrict__ views, RayParams p, int count, int seglen,
+                                   double bound, const unsigned* __restrict__ ymax) {
+    backward3_profile<4, false>(sino, FixedSum{acc, fixed_scale(bound, *ymax)}, views, p, count, seglen, nullptr, 1);
 }
 
 // Harness only: one plane per step (cone_512: 236 ms; two per step 225 ms; four 224 ms).
 extern "C" __global__ void __launch_bounds__(256)
 joseph_backward3_profile1_f32(const float* __restrict__ sino, float* __restrict__ vol, const double* __restrict__ views,
                               RayParams p, int count, int seglen) {
-    backward3_profile<1, false>(sino, vol, views, p, count, seglen, nullptr, 1);
+    backward3_profile<1, false>(sino, FloatSum{vol}, views, p, count, seglen, nullptr, 1);
 }
 
 // Harness only: the same, counting the warp-planes of each path into stats[0..2].
@@ -1138,7 +1203,7 @@ extern "C" __global__ void __launch_bounds__(256)
 joseph_backward3_profile_count_f32(const float* __restrict__ sino, float* __restrict__ vol,
                                    const double* __restrict__ views, RayParams p, int count, int seglen,
                                    unsigned long long* __restrict__ stats) {
-    backward3_profile<4, false>(sino, vol, views, p, count, seglen, stats, 1);
+    backward3_profile<4, false>(sino, FloatSum{vol}, views, p, count, seglen, stats, 1);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1537,15 +1602,6 @@ joseph_backward2_gather_f32(const float* __restrict__ cw, float* __restrict__ vo
 // joseph_absmax_f32 finds max|y| (the bits of |y| order as the floats do), joseph_fixed_to_f32
 // turns the sums back into floats (NaN everywhere when the data are not finite, as no bound
 // holds then).
-
-// The scale 2^e for data whose largest magnitude has the bits `ymax_bits`.
-__device__ __forceinline__ double fixed_scale(double bound, unsigned ymax_bits) {
-    const double b = bound * (double)__uint_as_float(ymax_bits);
-    if (!(b > 0.0) || !(b < 1e300)) return 1.0;
-    int e = 0;
-    frexp(b, &e);  // b < 2^e
-    return ldexp(1.0, 62 - e);
-}
 
 // *out = max(*out, bits of |x[i]|) over n values; *out zeroed before the launch.
 extern "C" __global__ void joseph_absmax_f32(const float* __restrict__ x, u64 n, unsigned* __restrict__ out) {

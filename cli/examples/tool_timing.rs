@@ -208,8 +208,16 @@ fn main() {
             .find_map(|l| l.strip_prefix("rodl: stages: "))
             .unwrap_or("")
             .to_string();
+        // The tool's own total runs from its `main` to its last stage: the rest of the wall
+        // time is the process's start (loading) and exit (tear-down).
+        let outside = stages
+            .rsplit_once("(total ")
+            .and_then(|(_, t)| t.strip_suffix(" s)"))
+            .and_then(|t| t.parse::<f64>().ok())
+            .map(|t| format!(" [outside the stages {:.3} s]", best.0 - t))
+            .unwrap_or_default();
         println!(
-            "{cmd:<12} {:>9.1} {:>9.1} {:>5.3} {:>4.1}G {:>5.3} {:>4.1}G {:>9.3} {:>7.2}  {stages}",
+            "{cmd:<12} {:>9.1} {:>9.1} {:>5.3} {:>4.1}G {:>5.3} {:>4.1}G {:>9.3} {:>7.2}  {stages}{outside}",
             in_bytes as f64 / 1e6,
             out_bytes as f64 / 1e6,
             read,

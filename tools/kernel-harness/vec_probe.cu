@@ -473,6 +473,32 @@ int main(int argc, char** argv) {
                 unsigned long long st[2]; CK(cudaMemcpy(st, dstats, 16, cudaMemcpyDeviceToHost));
                 printf("%s: joseph_backward3_profile_f32 seg %d: %.2f ms, rel to warp %.2e, adjoint err %.2e, lean/other warp-planes %llu/%llu\n",
                        c.name.c_str(), sl, tb, rel(v, v0), fabs(lhs - dot(x, v)) / fabs(lhs), st[0], st[1]);
+                // The deterministic transpose as src/backend/cuda/ray.rs queues it: max|y|, the
+                // fixed-point sums zeroed, the profile transpose in fixed point, the floats.
+                unsigned long long* dacc; unsigned* dymax;
+                CK(cudaMalloc(&dacc, nvol * 8)); CK(cudaMalloc(&dymax, 4));
+                double hmax = 0.0; for (int k = 0; k < 3; ++k) hmax = std::max(hmax, c.p.h[k]);
+                const double bound = 2.0 * (double)nsino * hmax * std::sqrt(3.0);
+                auto bd = [&] {
+                    CK(cudaMemsetAsync(dymax, 0, 4)); CK(cudaMemsetAsync(dacc, 0, nvol * 8));
+                    joseph_absmax_f32<<<grid_for_n(nsino), 256>>>(dy, (u64)nsino, dymax);
+                    joseph_backward3_profile_fixed_f32<<<dim3((unsigned)((nthreads * nseg + 255) / 256)), 256>>>(
+                        dy, dacc, dviews, p, count, sl, bound, dymax);
+                    joseph_fixed_to_f32<<<grid_for_n(nvol), 256>>>(dacc, dvol, (u64)nvol, bound, dymax, 0);
+                };
+                bd(); CK(cudaGetLastError()); CK(cudaDeviceSynchronize());
+                const double td = time_ms(bd, reps);
+                std::vector<float> d1(nvol), d2(nvol);
+                CK(cudaMemcpy(d1.data(), dvol, nvol * 4, cudaMemcpyDeviceToHost));
+                bd(); CK(cudaDeviceSynchronize());
+                CK(cudaMemcpy(d2.data(), dvol, nvol * 4, cudaMemcpyDeviceToHost));
+                const bool same = std::memcmp(d1.data(), d2.data(), nvol * 4) == 0;
+                auto bo = [&] { CK(cudaMemsetAsync(dvol, 0, nvol * 4)); joseph_backward3_profile_f32<<<dim3((unsigned)((nthreads * nseg + 255) / 256)), 256>>>(dy, dvol, dviews, p, count, sl); };
+                const double to = time_ms(bo, reps);
+                printf("%s: deterministic profile transpose (fixed point) seg %d: %.2f ms against %.2f ms (%.2fx), two runs %s, rel to profile %.2e, adjoint err %.2e\n",
+                       c.name.c_str(), sl, td, to, td / to, same ? "bit-identical" : "DIFFER", rel(d1, v),
+                       fabs(lhs - dot(x, d1)) / fabs(lhs));
+                CK(cudaFree(dacc)); CK(cudaFree(dymax));
             }
         }
         if (argc > 2 && atoi(argv[2]) != 0) {

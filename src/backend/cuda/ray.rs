@@ -573,11 +573,14 @@ impl CudaRay {
     }
 
     /// The deterministic scattering transpose (`vol = Aᵀ sino`, or `+=` with `accumulate`):
-    /// `joseph_absmax_f32` finds `max|y|`, `joseph_backward_fixed_f32` adds every tap's
-    /// contribution as a 64-bit fixed-point integer (integer atomics are associative: the same
-    /// bits in any order) into a zeroed scratch volume, at the scale that [`Self::fixed_bound`]
-    /// keeps in range, and `joseph_fixed_to_f32` turns the sums into floats (NaN everywhere for
-    /// non-finite data). The scratch takes 8 bytes per voxel of device memory for the call.
+    /// `joseph_absmax_f32` finds `max|y|`, then the contributions are added as 64-bit
+    /// fixed-point integers (integer atomics are associative: the same bits in any order) into a
+    /// zeroed scratch volume, at the scale that [`Self::fixed_bound`] keeps in range — in 3D
+    /// with 32-bit voxel indices by `joseph_backward3_profile_fixed_f32` (the default
+    /// transpose's warps and shared-memory profiles, each profile cell one integer atomic),
+    /// otherwise by `joseph_backward_fixed_f32` (every tap one integer atomic) — and
+    /// `joseph_fixed_to_f32` turns the sums into floats (NaN everywhere for non-finite data).
+    /// The scratch takes 8 bytes per voxel of device memory for the call.
     ///
     /// # Safety
     /// As [`Self::forward_raw`].
@@ -606,6 +609,33 @@ impl CudaRay {
         // launch's `rays` values, `ymax` one word; grid-stride.
         unsafe { b.launch(self.ctx.launch_cfg(rays)) }.map_err(driver_err(name))?;
         let bound = self.fixed_bound();
+        let kernel_acc = acc_at.wrapping_sub(self.lo_offset() * 8);
+        if self.params.ndim == 3 && self.fits_i32() {
+            // The default transpose's warps and profiles, added in fixed point.
+            let threads = self.chunked_rays() * self.segments(SEGMENT_PLANES);
+            if threads > 0 {
+                let name = "joseph_backward3_profile_fixed_f32";
+                let f = self.ctx.function(&RAY, name)?;
+                let mut b = stream.launch_builder(&f);
+                let count = self.params.nviews;
+                b.arg(&sino)
+                    .arg(&kernel_acc)
+                    .arg(&self.views)
+                    .arg(&self.params)
+                    .arg(&count)
+                    .arg(&SEGMENT_PLANES)
+                    .arg(&bound)
+                    .arg(&ymax_at);
+                // SAFETY: (const float* sino, unsigned long long* acc, const double* views,
+                // RayParams, int count, int seglen, double bound, const unsigned* ymax); `acc`
+                // is this piece's scratch shifted back by its first cells as the volume is (the
+                // kernel touches only the piece's cells), `sino` this geometry's data; the
+                // threads of the default profile transpose, launched as it is.
+                unsafe { b.launch(self.ctx.launch_cfg_ordered(threads)) }
+                    .map_err(driver_err(name))?;
+            }
+            return self.fixed_to_f32(acc_at, vol, voxels, bound, ymax_at, accumulate);
+        }
         let chunked = i32::from(self.params.ndim == 3 && self.params.nv as usize >= CHUNK_ROWS);
         let (threads, cfg) = if chunked == 1 {
             let t = self.chunked_rays() * self.segments(SEGMENT_PLANES);
@@ -619,7 +649,6 @@ impl CudaRay {
             let f = self.ctx.function(&RAY, name)?;
             let mut b = stream.launch_builder(&f);
             let count = self.params.nviews;
-            let kernel_acc = acc_at.wrapping_sub(self.lo_offset() * 8);
             b.arg(&sino)
                 .arg(&kernel_acc)
                 .arg(&self.views)
@@ -636,8 +665,23 @@ impl CudaRay {
             // chunked order's threads as the other chunked kernels launch them.
             unsafe { b.launch(cfg) }.map_err(driver_err(name))?;
         }
+        self.fixed_to_f32(acc_at, vol, voxels, bound, ymax_at, accumulate)
+    }
+
+    /// `vol = acc / scale` (or `vol +=` with `accumulate`) over `voxels` values
+    /// (`joseph_fixed_to_f32`): the fixed-point sums of [`Self::transpose_fixed`] as floats.
+    fn fixed_to_f32(
+        &self,
+        acc_at: u64,
+        vol: u64,
+        voxels: usize,
+        bound: f64,
+        ymax_at: u64,
+        accumulate: bool,
+    ) -> Result<()> {
         let name = "joseph_fixed_to_f32";
         let f = self.ctx.function(&RAY, name)?;
+        let stream = &self.ctx.stream();
         let mut b = stream.launch_builder(&f);
         let nv = voxels as u64;
         let add = i32::from(accumulate);
