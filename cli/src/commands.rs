@@ -148,15 +148,6 @@ impl Setup {
     }
 }
 
-/// Whether this process has started a GPU (a command's [`Compute::check`] on a CUDA device).
-static GPU_STARTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// Whether this process has started a GPU: its driver's state is then left to the operating
-/// system at exit ([`crate::exit_without_teardown`]).
-pub fn gpu_started() -> bool {
-    GPU_STARTED.load(std::sync::atomic::Ordering::Relaxed)
-}
-
 /// Parses `--device` (a usage error when it names no device).
 pub fn parse_device(text: &str) -> Result<Device, Failure> {
     text.parse::<Device>()
@@ -188,11 +179,7 @@ impl Compute {
     /// Errors unless the device can be used (on a GPU: creates its context and compiles or
     /// loads the vector kernels, the first time).
     pub fn check(&self) -> Result<(), Failure> {
-        self.device.check_available()?;
-        if matches!(self.device, Device::Cuda(_)) {
-            GPU_STARTED.store(true, std::sync::atomic::Ordering::Relaxed);
-        }
-        Ok(())
+        Ok(self.device.check_available()?)
     }
 
     /// The device `device` with `threads` CPU worker threads (CPU only), checked to be usable.

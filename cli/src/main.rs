@@ -250,22 +250,7 @@ fn main() -> ExitCode {
         }
     };
     match run(cli) {
-        Ok(()) if commands::gpu_started() => exit_without_teardown(),
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => report(&f),
     }
-}
-
-/// Ends a successful run that used a GPU at once, with status 0: its outputs are complete
-/// (written, synced and renamed into place) and its messages are flushed here, so what is left
-/// is the CUDA driver's exit handlers, which release the context's memory, pinned buffers and
-/// modules one by one (tenths of a second on a large problem), where the operating system
-/// reclaims them all when the process ends.
-fn exit_without_teardown() -> ExitCode {
-    use std::io::Write;
-    let _ = std::io::stdout().flush();
-    let _ = std::io::stderr().flush();
-    // SAFETY: `_exit` ends the process without running exit handlers or destructors; nothing
-    // of this process is used afterwards, and nothing it wrote waits in a user-space buffer.
-    unsafe { libc::_exit(0) }
 }
