@@ -103,7 +103,8 @@ fn pieces_equal_the_whole_transform_for_every_geometry() {
     let _gpu = common::gpu_shared();
     for case in common::ODL_CASES {
         // From a budget that forces a few pieces down to one of many small ones.
-        for &div in common::sized(&[2u64, 5, 12][..], &[2, 12][..]) {
+        // Under a sanitizer the smallest budget alone (many pieces: every piece kernel and copy).
+        for &div in common::sized(&[2u64, 5, 12][..], &[12][..]) {
             let budget = budget_for(case, div);
             let (host, whole, pieces) = pair(case, Some(budget));
             let layout = pieces.pieces().unwrap();

@@ -324,7 +324,7 @@ __global__ void __launch_bounds__(256, MINB) fwd_lb(const float* __restrict__ vo
 template <int MINB>
 __global__ void __launch_bounds__(256, MINB) adj_lb(const float* __restrict__ sino, float* __restrict__ vol,
                                                     const double* __restrict__ views, RayParams p, int count, int seglen) {
-    backward3_profile<4, false>(sino, vol, views, p, count, seglen, nullptr, 1);
+    backward3_profile<4, false>(sino, FloatSum{vol}, views, p, count, seglen, nullptr, 1);
 }
 
 static int g_sms = 132;
