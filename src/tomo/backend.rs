@@ -62,7 +62,9 @@ pub struct CpuOptions {
 /// partial sums in whatever order the GPU's threads run, so with the option the forwards store
 /// each ray's whole sum, the 2D parallel-beam transposes write each view share's volume and add
 /// them in order, and the scattering transposes add 64-bit fixed-point integers (integer adds
-/// are associative), at a scale bounded so that no sum overflows (rounding far below f32's).
+/// are associative), at a scale bounded so that no sum overflows (rounding far below f32's) —
+/// in 3D through the default transpose's shared-memory profiles, one integer add per profile
+/// cell (about twice the default transpose's time on cone_512, an H100).
 /// The fixed-point transpose takes 8 bytes per voxel of scratch device memory during a call
 /// (not counted in the budget), and batches of 3D and fan-beam transforms run entry by entry.
 /// `benches/README.md` has the cost; `rodl.torch` turns it on when
