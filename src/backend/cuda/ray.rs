@@ -610,42 +610,27 @@ impl CudaRay {
         unsafe { b.launch(self.ctx.launch_cfg(rays)) }.map_err(driver_err(name))?;
         let bound = self.fixed_bound();
         let kernel_acc = acc_at.wrapping_sub(self.lo_offset() * 8);
-        if self.params.ndim == 3 && self.fits_i32() {
-            // The default transpose's warps and profiles, added in fixed point.
-            let threads = self.chunked_rays() * self.segments(SEGMENT_PLANES);
-            if threads > 0 {
-                let name = "joseph_backward3_profile_fixed_f32";
-                let f = self.ctx.function(&RAY, name)?;
-                let mut b = stream.launch_builder(&f);
-                let count = self.params.nviews;
-                b.arg(&sino)
-                    .arg(&kernel_acc)
-                    .arg(&self.views)
-                    .arg(&self.params)
-                    .arg(&count)
-                    .arg(&SEGMENT_PLANES)
-                    .arg(&bound)
-                    .arg(&ymax_at);
-                // SAFETY: (const float* sino, unsigned long long* acc, const double* views,
-                // RayParams, int count, int seglen, double bound, const unsigned* ymax); `acc`
-                // is this piece's scratch shifted back by its first cells as the volume is (the
-                // kernel touches only the piece's cells), `sino` this geometry's data; the
-                // threads of the default profile transpose, launched as it is.
-                unsafe { b.launch(self.ctx.launch_cfg_ordered(threads)) }
-                    .map_err(driver_err(name))?;
-            }
-            return self.fixed_to_f32(acc_at, vol, voxels, bound, ymax_at, accumulate);
-        }
-        let chunked = i32::from(self.params.ndim == 3 && self.params.nv as usize >= CHUNK_ROWS);
-        let (threads, cfg) = if chunked == 1 {
+        // 3D with 32-bit voxel indices: the default transpose's warps and profiles, added in
+        // fixed point (its threads, launched as it is); otherwise every tap scattered, in the
+        // chunked order of the other chunked kernels where there are enough rows.
+        let (name, threads, cfg, chunked) = if self.params.ndim == 3 && self.fits_i32() {
             let t = self.chunked_rays() * self.segments(SEGMENT_PLANES);
-            (t, self.ctx.launch_cfg_ordered(t))
+            let cfg = self.ctx.launch_cfg_ordered(t);
+            ("joseph_backward3_profile_fixed_f32", t, cfg, None)
+        } else if self.params.ndim == 3 && self.params.nv as usize >= CHUNK_ROWS {
+            let t = self.chunked_rays() * self.segments(SEGMENT_PLANES);
+            let cfg = self.ctx.launch_cfg_ordered(t);
+            ("joseph_backward_fixed_f32", t, cfg, Some(1i32))
         } else {
             let t = rays * self.segments(SEGMENT_PLANES);
-            (t, self.ctx.launch_cfg(t))
+            (
+                "joseph_backward_fixed_f32",
+                t,
+                self.ctx.launch_cfg(t),
+                Some(0i32),
+            )
         };
         if threads > 0 {
-            let name = "joseph_backward_fixed_f32";
             let f = self.ctx.function(&RAY, name)?;
             let mut b = stream.launch_builder(&f);
             let count = self.params.nviews;
@@ -654,15 +639,16 @@ impl CudaRay {
                 .arg(&self.views)
                 .arg(&self.params)
                 .arg(&count)
-                .arg(&SEGMENT_PLANES)
-                .arg(&chunked)
-                .arg(&bound)
-                .arg(&ymax_at);
+                .arg(&SEGMENT_PLANES);
+            if let Some(chunked) = &chunked {
+                b.arg(chunked);
+            }
+            b.arg(&bound).arg(&ymax_at);
             // SAFETY: (const float* sino, unsigned long long* acc, const double* views,
-            // RayParams, int count, int seglen, int chunked, double bound, const unsigned* ymax);
-            // `acc` is this piece's scratch shifted back by its first cells as the volume is
-            // (the kernel touches only the piece's cells), `sino` this geometry's data; the
-            // chunked order's threads as the other chunked kernels launch them.
+            // RayParams, int count, int seglen[, int chunked], double bound, const unsigned*
+            // ymax) — `chunked` for joseph_backward_fixed_f32 alone; `acc` is this piece's
+            // scratch shifted back by its first cells as the volume is (the kernels touch only
+            // the piece's cells), `sino` this geometry's data.
             unsafe { b.launch(cfg) }.map_err(driver_err(name))?;
         }
         self.fixed_to_f32(acc_at, vol, voxels, bound, ymax_at, accumulate)
