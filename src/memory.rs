@@ -36,6 +36,38 @@ pub fn host_memory_limit() -> u64 {
     })
 }
 
+/// Asks the kernel to back `region` — fresh memory about to be written for the first time,
+/// e.g. a vector's [`spare_capacity_mut`](Vec::spare_capacity_mut) — with huge pages where it
+/// can (Linux's transparent huge pages in their `madvise` mode, the common default): one page
+/// fault per 2 MiB instead of per 4 KiB when it is first written. Regions under 2 MiB and
+/// other systems are left as they are; a hint, whose failure is ignored. The contents are not
+/// changed.
+///
+/// ```
+/// let mut v: Vec<f32> = Vec::with_capacity(1 << 22);
+/// rodl::memory::advise_huge_pages(v.spare_capacity_mut());
+/// v.resize(1 << 22, 1.0);
+/// assert_eq!(v[12345], 1.0);
+/// ```
+pub fn advise_huge_pages<T>(region: &mut [T]) {
+    #[cfg(target_os = "linux")]
+    {
+        const PAGE: usize = 4096;
+        let ptr = region.as_mut_ptr() as usize;
+        let start = ptr.div_ceil(PAGE) * PAGE;
+        let end = ptr.saturating_add(std::mem::size_of_val(region));
+        if end > start + (2 << 20) {
+            // SAFETY: madvise on whole pages inside `region`, which this borrow holds
+            // exclusively; the advice changes how the pages are backed, not their contents.
+            unsafe {
+                libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = region;
+}
+
 /// Parses `123`, `64K`, `512M`, `2G`, `1T` (optionally followed by `B` or `iB`).
 pub fn parse_bytes(text: &str) -> Option<u64> {
     let t = text.trim().to_ascii_uppercase();

@@ -343,7 +343,7 @@ fn read_values_at<T: NpyScalar>(
     use rayon::prelude::*;
     use std::os::unix::fs::FileExt;
     let size = std::mem::size_of::<T>();
-    advise_huge_pages(data.as_mut_ptr().cast::<u8>(), std::mem::size_of_val(data));
+    rodl::memory::advise_huge_pages(data);
     let per = IO_CHUNK / size;
     data.par_chunks_mut(per)
         .enumerate()
@@ -823,28 +823,6 @@ pub fn write_values_at<T: NpyScalar>(file: &File, at: u64, data: &[T]) -> std::i
             start_write_back(file, at, bytes.len());
             Ok(())
         })
-}
-
-/// Asks the kernel to back the `len` bytes at `ptr` (a fresh allocation) with huge pages
-/// where it can (Linux's transparent huge pages in their `madvise` mode, the common default):
-/// one page fault per 2 MiB instead of per 4 KiB when the data are first written. A hint:
-/// failures are ignored.
-fn advise_huge_pages(ptr: *mut u8, len: usize) {
-    #[cfg(target_os = "linux")]
-    {
-        const PAGE: usize = 4096;
-        let start = (ptr as usize).div_ceil(PAGE) * PAGE;
-        let end = (ptr as usize).saturating_add(len);
-        if end > start + (2 << 20) {
-            // SAFETY: madvise on whole pages inside an allocation of this process; the advice
-            // changes how the pages are backed, not their contents.
-            unsafe {
-                libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
-            }
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = (ptr, len);
 }
 
 /// Asks the kernel to start writing `len` bytes of `file` from `at` to the disk now (without

@@ -205,6 +205,8 @@ impl<T: Scalar> DeviceTensor<T> {
         v.try_reserve_exact(n).map_err(|e| {
             Error::invalid(format!("cannot allocate {bytes} bytes of host memory: {e}"))
         })?;
+        // The copy below is the memory's first write: fewer page faults on huge pages.
+        crate::memory::advise_huge_pages(v.spare_capacity_mut());
         self.ctx.bind()?;
         let stream = &self.ctx.stream();
         let (src, _r) = self.buf.device_ptr(stream);
