@@ -79,11 +79,12 @@ pub fn fits_on_device(compute: &Compute, bytes: u128) -> Result<bool, Failure> {
     }
 }
 
-/// The device bytes of the streamed path on `setup` in values of `T` with the largest group
-/// of `views` views: the volume and a group's data (`project`); the volume twice (the sum and
-/// one group's share) and a group's data twice (its upload and, for FBP, its filtered copy)
-/// for the back-projections.
-pub fn device_bytes<T: Scalar>(setup: &Setup, views: usize, back: bool) -> u128 {
+/// The device bytes of the streamed path on `setup` in values of `T` with the view groups
+/// `groups` (the largest counts): the volume and a group's data (`project`); the volume twice
+/// (the sum and one group's share) and a group's data twice (its upload and, for FBP, its
+/// filtered copy) for the back-projections.
+pub fn device_bytes<T: Scalar>(setup: &Setup, groups: &[Range<usize>], back: bool) -> u128 {
+    let views = groups.iter().map(|g| g.len()).max().unwrap_or(0);
     let size = std::mem::size_of::<T>() as u128;
     let volume = setup
         .volume_shape()
@@ -256,13 +257,12 @@ pub fn back<T: NpyScalar>(
     stages: &mut Stages,
 ) -> Result<Option<Element<T>>, Failure> {
     let start = Instant::now();
-    let largest = groups.iter().map(|g| g.len()).max().unwrap_or(0);
-    let bytes = device_bytes::<T>(setup, largest, true);
+    let bytes = device_bytes::<T>(setup, groups, true);
     let stage = match how {
         Back::Adjoint => "transform",
         Back::Fbp(_) => "fbp",
     };
-    let (volume, read, set, busy) = std::thread::scope(|s| {
+    let (volume, read, (set, device), busy) = std::thread::scope(|s| {
         let (tx, rx) = sync_channel::<Result<Vec<T>, Failure>>(1);
         let reading = s.spawn(move || {
             let mut seconds = 0.0;
@@ -287,7 +287,7 @@ pub fn back<T: NpyScalar>(
                 Ok(None)
             }
         });
-        let set = (t.elapsed().as_secs_f64(), device);
+        let set = t.elapsed().as_secs_f64();
         let mut busy = 0.0;
         let volume = made.and_then(|rays| {
             let Some(rays) = rays else {
@@ -324,19 +324,18 @@ pub fn back<T: NpyScalar>(
         });
         drop(rx);
         let read = reading.join();
-        (volume, read, set, busy)
+        (volume, read, (set, device), busy)
     });
     let read = read.map_err(|_| Failure::new("internal error: the reading thread panicked"))?;
     let Some(volume) = volume? else {
         return Ok(None);
     };
-    stages.add("set-up", set.0);
+    stages.add("set-up", set);
     stages.annotate(
         "set-up",
         format!(
-            "device {:.3} s, the groups' operators {:.3} s",
-            set.1,
-            set.0 - set.1
+            "device {device:.3} s, the groups' operators {:.3} s",
+            set - device
         ),
     );
     stages.add("read", read);
@@ -402,8 +401,14 @@ mod tests {
             "src_radius": 4, "det_radius": 4, "detector": {"min": [-2, -2], "max": [2, 2], "shape": [7, 3]}}}"#,
         )
         .unwrap();
-        assert_eq!(device_bytes::<f32>(&setup, 2, false), 4 * (120 + 42));
-        assert_eq!(device_bytes::<f64>(&setup, 2, true), 8 * 2 * (120 + 42));
+        assert_eq!(
+            device_bytes::<f32>(&setup, &[0..2, 2..3], false),
+            4 * (120 + 42)
+        );
+        assert_eq!(
+            device_bytes::<f64>(&setup, &[0..1, 1..3], true),
+            8 * 2 * (120 + 42)
+        );
         // The CPU: one group unless asked.
         assert_eq!(
             super::view_groups(512, 805_306_368, None, Device::Cpu)

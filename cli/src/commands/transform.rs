@@ -241,8 +241,7 @@ impl Stream<'_> {
         slot: crate::output::Slot,
     ) -> Result<Option<(Stages, Vec<usize>)>, Failure> {
         let mut stages = Stages::new(self.compute.device);
-        let largest = self.groups.iter().map(|g| g.len()).max().unwrap_or(0);
-        let bytes = streamed::device_bytes::<T>(self.setup, largest, false);
+        let bytes = streamed::device_bytes::<T>(self.setup, self.groups, false);
         let (rays, x) = beside_the_read::<T, _>(&mut stages, &self.args.input, || {
             self.compute.check()?;
             if !streamed::fits_on_device(self.compute, bytes)? {
