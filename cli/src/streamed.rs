@@ -26,8 +26,8 @@ use std::time::Instant;
 
 use ndarray::ArrayD;
 use rodl::tomo::split::{piece_transform, Piece};
-use rodl::tomo::{fbp_ops_views, FbpOptions, RayTransform};
-use rodl::{Device, Element, LinOp, LinearOperator, Operator, Scalar};
+use rodl::tomo::{fbp_filters_views, fbp_ops_views, FbpOptions, RayTransform};
+use rodl::{Device, Element, LinOp, LinearOperator, Operator, Scalar, Space};
 
 use crate::commands::{Compute, Setup, OVERFLOW_HINT};
 use crate::io::{check_finite_rows, npy_header, write_values_at, NpyScalar, RowReader};
@@ -239,30 +239,111 @@ pub enum Back<'a> {
     Fbp(&'a FbpOptions),
 }
 
+impl Back<'_> {
+    /// The stage of the back-projection's compute in `-v`.
+    fn stage(self) -> &'static str {
+        match self {
+            Back::Adjoint => "transform",
+            Back::Fbp(_) => "fbp",
+        }
+    }
+
+    /// What the result is called in messages.
+    fn what(self) -> &'static str {
+        match self {
+            Back::Adjoint => "the back-projection",
+            Back::Fbp(_) => "the reconstruction",
+        }
+    }
+}
+
+/// The `.npy` output that [`back`] may write slab by slab (a regular file, written in place).
+pub struct SlabOutput<'a> {
+    /// The outputs.
+    pub outputs: &'a mut Outputs,
+    /// The volume's output.
+    pub slot: Slot,
+}
+
+/// What [`back`] produced.
+pub enum BackDone<T: Scalar> {
+    /// The volume, on the device: the caller checks and writes it.
+    Volume(Element<T>),
+    /// The volume, checked and written slab by slab into the [`SlabOutput`] (not committed).
+    Written,
+}
+
+/// How [`back`] computes, decided once the device is up.
+enum Plan<T: Scalar> {
+    /// Each group's data (for FBP: filtered by `filters`) kept on the device, then the volume
+    /// back-projected slab by slab, each slab written while the next is computed.
+    Slabs {
+        rays: Vec<RayTransform<T>>,
+        filters: Option<Vec<LinOp<T>>>,
+    },
+    /// Each group back-projected into the whole volume as it arrives (`ops`).
+    Volume(Vec<LinOp<T>>),
+}
+
+/// The slabs of the volume's axis 0 (of `n0` planes, contiguous in the `.npy` file) that the
+/// slab path computes and writes one after the other: as many as there are view groups (with
+/// the default groups of about [`GROUP_BYTES`] of data, slabs of a similar size), at most one
+/// per plane; consecutive, of sizes that differ by at most one plane.
+pub fn volume_slabs(n0: usize, groups: usize) -> Vec<Range<usize>> {
+    let k = groups.clamp(1, n0.max(1));
+    (0..k).map(|i| i * n0 / k..(i + 1) * n0 / k).collect()
+}
+
+/// The device bytes of the slab path in values of `T`: every group's data (for FBP: filtered)
+/// and one more group (the upload being filtered, or the next one), and two of the largest
+/// slab (its sum and one group's share).
+pub fn slab_bytes<T: Scalar>(setup: &Setup, groups: &[Range<usize>]) -> u128 {
+    let size = std::mem::size_of::<T>() as u128;
+    let shape = setup.volume_shape();
+    let plane: u128 = shape[1..].iter().map(|&n| n as u128).product();
+    let slabs = volume_slabs(shape[0], groups.len());
+    let slab = slabs.iter().map(|s| s.len()).max().unwrap_or(0) as u128 * plane * size;
+    let data = setup.data_shape();
+    let row: u128 = data[1..].iter().map(|&n| n as u128).product::<u128>() * size;
+    let group = groups.iter().map(|g| g.len()).max().unwrap_or(0) as u128 * row;
+    data[0] as u128 * row + group + 2 * slab
+}
+
 /// Back-projects (or reconstructs by FBP, `how`) the projection data read group by group by
 /// `reader`: the groups `groups` are read on a thread of their own while the device of
 /// `compute` is checked (a GPU's context started) and the group transforms are built
-/// ([`group_transforms`]), and then while each earlier group is uploaded and back-projected
-/// into the volume on the device. `stages` gets the set-up, the
-/// read (the reader's busy time), the compute (the main thread's busy time, `how`'s stage
-/// name: `transform` or `fbp`) and the streamed part's wall time. `None` (nothing computed,
-/// the stages untouched) when the device's memory cannot hold the streamed path's arrays
-/// ([`fits_on_device`]).
+/// ([`group_transforms`]), and then while each earlier group is uploaded.
+///
+/// With an `output` to write into, and where the device holds all the data
+/// ([`slab_bytes`]) and the reconstruction is one back-projection of (filtered) data (all but
+/// the exact fan-beam FBP: [`rodl::tomo::fbp_filters_views`]), each group is kept on the device
+/// (filtered for FBP), and then the volume is back-projected slab by slab along axis 0
+/// ([`volume_slabs`], each slab's sum over the groups through
+/// [`rodl::tomo::split::piece_transform`]), each slab downloaded, checked and written into its
+/// place in the file on a writer thread while the next slab is computed: the volume's
+/// download and write overlap the back-projection, and the host never holds the whole volume.
+/// Otherwise each group is back-projected into the whole volume as it arrives, and the volume
+/// is returned.
+///
+/// `stages` gets the set-up, the read (the reader's busy time), the compute (the main
+/// thread's busy time, `how`'s stage name: `transform` or `fbp`; on the slab path also the
+/// uploads (`upload`), the slabs' download, check and write) and the streamed part's wall
+/// time. `None` (nothing computed, the stages untouched) when the device's memory cannot hold
+/// the streamed path's arrays ([`fits_on_device`]).
 pub fn back<T: NpyScalar>(
     setup: &Setup,
     compute: &Compute,
     how: Back<'_>,
     groups: &[Range<usize>],
     reader: &RowReader<'_, T>,
+    output: Option<SlabOutput<'_>>,
     stages: &mut Stages,
-) -> Result<Option<Element<T>>, Failure> {
+) -> Result<Option<BackDone<T>>, Failure> {
     let start = Instant::now();
     let bytes = device_bytes::<T>(setup, groups, true);
-    let stage = match how {
-        Back::Adjoint => "transform",
-        Back::Fbp(_) => "fbp",
-    };
-    let (volume, read, (set, device), busy) = std::thread::scope(|s| {
+    let slab_path = output.is_some();
+    let stage = how.stage();
+    let (kept, read, (set, device), busy) = std::thread::scope(|s| {
         let (tx, rx) = sync_channel::<Result<Vec<T>, Failure>>(1);
         let reading = s.spawn(move || {
             let mut seconds = 0.0;
@@ -281,53 +362,29 @@ pub fn back<T: NpyScalar>(
         let mut device = 0.0;
         let made = compute.check().and_then(|()| {
             device = t.elapsed().as_secs_f64();
-            if fits_on_device(compute, bytes)? {
-                Ok(Some(group_transforms::<T>(setup, compute, groups)?))
-            } else {
-                Ok(None)
-            }
+            plan::<T>(setup, compute, how, groups, slab_path, bytes)
         });
         let set = t.elapsed().as_secs_f64();
         let mut busy = 0.0;
-        let volume = made.and_then(|rays| {
-            let Some(rays) = rays else {
+        let kept = made.and_then(|plan| {
+            let Some(plan) = plan else {
                 return Ok(None);
             };
-            let ops = back_operators(&rays, groups, setup, how)?;
-            let space = ops
-                .first()
-                .ok_or_else(|| Failure::new("internal error: no view groups"))?
-                .range()
-                .clone();
-            let mut volume: Option<Element<T>> = None;
-            let mut scratch: Option<Element<T>> = None;
-            for (op, rows) in ops.iter().zip(rx.iter()) {
-                let rows = rows?;
-                let t = Instant::now();
-                let data = op.domain().element_from_vec(rows)?;
-                match volume.as_mut() {
-                    None => volume = Some(op.apply(&data)?),
-                    Some(v) => {
-                        let tmp = match scratch.as_mut() {
-                            Some(tmp) => tmp,
-                            None => scratch.insert(space.zero()?),
-                        };
-                        op.apply_into(&data, tmp)?;
-                        space.axpby(T::one(), tmp, T::one(), v)?;
-                    }
+            let kept = match plan {
+                Plan::Volume(ops) => Kept::Volume(add_groups(&ops, rx.iter(), &mut busy)?),
+                Plan::Slabs { rays, filters } => {
+                    let data = keep_groups(&rays, filters.as_deref(), rx.iter(), &mut busy)?;
+                    Kept::Groups(data)
                 }
-                busy += t.elapsed().as_secs_f64();
-            }
-            volume
-                .map(Some)
-                .ok_or_else(|| Failure::new("internal error: no view groups were read"))
+            };
+            Ok(Some(kept))
         });
         drop(rx);
         let read = reading.join();
-        (volume, read, (set, device), busy)
+        (kept, read, (set, device), busy)
     });
     let read = read.map_err(|_| Failure::new("internal error: the reading thread panicked"))?;
-    let Some(volume) = volume? else {
+    let Some(kept) = kept? else {
         return Ok(None);
     };
     stages.add("set-up", set);
@@ -339,13 +396,274 @@ pub fn back<T: NpyScalar>(
         ),
     );
     stages.add("read", read);
-    stages.add(stage, busy);
+    let done = match kept {
+        Kept::Volume(volume) => {
+            stages.add(stage, busy);
+            stages.annotate(
+                "streamed",
+                format!("{} view groups, read and {stage} overlapped", groups.len()),
+            );
+            BackDone::Volume(volume)
+        }
+        Kept::Groups(data) => {
+            stages.add(
+                match how {
+                    Back::Adjoint => "upload",
+                    Back::Fbp(_) => "filter",
+                },
+                busy,
+            );
+            let output = output
+                .ok_or_else(|| Failure::new("internal error: the slab path without an output"))?;
+            let slabs = volume_slabs(setup.volume_shape()[0], groups.len());
+            write_slabs(setup, compute, how, groups, &data, &slabs, output, stages)?;
+            stages.annotate(
+                "streamed",
+                format!(
+                    "{} view groups read beside the uploads, {} slabs: {stage}, download and \
+                     write overlapped",
+                    groups.len(),
+                    slabs.len()
+                ),
+            );
+            BackDone::Written
+        }
+    };
     stages.add("streamed", start.elapsed().as_secs_f64());
-    stages.annotate(
-        "streamed",
-        format!("{} view groups, read and {stage} overlapped", groups.len()),
-    );
-    Ok(Some(volume))
+    Ok(Some(done))
+}
+
+/// What the first part of [`back`] leaves on the device.
+enum Kept<T: Scalar> {
+    /// The whole volume.
+    Volume(Element<T>),
+    /// Each group's (filtered) data.
+    Groups(Vec<Element<T>>),
+}
+
+/// [`back`]'s plan once the device is up (`None`: its memory cannot hold the arrays): the slab
+/// path where it is `wanted`, the device holds it and the reconstruction is one
+/// back-projection of filtered data; else the whole volume (`bytes` on the device).
+fn plan<T: Scalar>(
+    setup: &Setup,
+    compute: &Compute,
+    how: Back<'_>,
+    groups: &[Range<usize>],
+    wanted: bool,
+    bytes: u128,
+) -> Result<Option<Plan<T>>, Failure> {
+    let slabs = wanted && fits_on_device(compute, slab_bytes::<T>(setup, groups))?;
+    let volume = fits_on_device(compute, bytes)?;
+    if !slabs && !volume {
+        return Ok(None);
+    }
+    let rays = group_transforms::<T>(setup, compute, groups)?;
+    if slabs {
+        match how {
+            Back::Adjoint => {
+                return Ok(Some(Plan::Slabs {
+                    rays,
+                    filters: None,
+                }))
+            }
+            Back::Fbp(options) => {
+                let refs: Vec<&dyn LinearOperator<T>> =
+                    rays.iter().map(|r| r as &dyn LinearOperator<T>).collect();
+                if let Some(filters) = fbp_filters_views(&refs, &setup.geometry, groups, options)? {
+                    return Ok(Some(Plan::Slabs {
+                        rays,
+                        filters: Some(filters),
+                    }));
+                }
+            }
+        }
+    }
+    if !volume {
+        return Ok(None);
+    }
+    Ok(Some(Plan::Volume(back_operators(
+        &rays, groups, setup, how,
+    )?)))
+}
+
+/// Adds the back-projections `ops[k]` of the groups' data `rows` (as they arrive) into one
+/// volume on the device; `busy` gets the time spent.
+fn add_groups<T: Scalar>(
+    ops: &[LinOp<T>],
+    rows: impl Iterator<Item = Result<Vec<T>, Failure>>,
+    busy: &mut f64,
+) -> Result<Element<T>, Failure> {
+    let space = ops
+        .first()
+        .ok_or_else(|| Failure::new("internal error: no view groups"))?
+        .range()
+        .clone();
+    let mut volume: Option<Element<T>> = None;
+    let mut scratch: Option<Element<T>> = None;
+    for (op, rows) in ops.iter().zip(rows) {
+        let rows = rows?;
+        let t = Instant::now();
+        let data = op.domain().element_from_vec(rows)?;
+        match volume.as_mut() {
+            None => volume = Some(op.apply(&data)?),
+            Some(v) => {
+                let tmp = match scratch.as_mut() {
+                    Some(tmp) => tmp,
+                    None => scratch.insert(space.zero()?),
+                };
+                op.apply_into(&data, tmp)?;
+                space.axpby(T::one(), tmp, T::one(), v)?;
+            }
+        }
+        *busy += t.elapsed().as_secs_f64();
+    }
+    volume.ok_or_else(|| Failure::new("internal error: no view groups were read"))
+}
+
+/// Uploads each group's data `rows` (as they arrive) into the range of its transform `rays[k]`
+/// and, for FBP, filters it there (`filters[k]`), keeping the results on the device; `busy`
+/// gets the time spent.
+fn keep_groups<T: Scalar>(
+    rays: &[RayTransform<T>],
+    filters: Option<&[LinOp<T>]>,
+    rows: impl Iterator<Item = Result<Vec<T>, Failure>>,
+    busy: &mut f64,
+) -> Result<Vec<Element<T>>, Failure> {
+    let mut kept = Vec::with_capacity(rays.len());
+    for (k, (ray, rows)) in rays.iter().zip(rows).enumerate() {
+        let rows = rows?;
+        let t = Instant::now();
+        let data = ray.range().element_from_vec(rows)?;
+        let data = match filters.and_then(|f| f.get(k)) {
+            Some(filter) => filter.apply(&data)?,
+            None => data,
+        };
+        kept.push(data);
+        *busy += t.elapsed().as_secs_f64();
+    }
+    if kept.len() != rays.len() {
+        return Err(Failure::new(
+            "internal error: not every view group was read",
+        ));
+    }
+    Ok(kept)
+}
+
+/// The slab path's second part: for each slab of `slabs`, the sum over the groups of the
+/// adjoint of the slab's piece transform applied to the group's `data`, downloaded, and
+/// handed to a writer thread that checks it (non-finite values name their index in the whole
+/// volume) and writes it at its place in `output` while the next slab is computed. A failure
+/// of either stops both; nothing is committed. `stages` gets the compute (`how`'s stage), the
+/// download, the check and the write (the writer's busy times).
+#[allow(clippy::too_many_arguments)]
+fn write_slabs<T: NpyScalar>(
+    setup: &Setup,
+    compute: &Compute,
+    how: Back<'_>,
+    groups: &[Range<usize>],
+    data: &[Element<T>],
+    slabs: &[Range<usize>],
+    output: SlabOutput<'_>,
+    stages: &mut Stages,
+) -> Result<(), Failure> {
+    let space = compute.volume::<T>(setup)?;
+    let shape = setup.volume_shape().to_vec();
+    let plane: usize = shape[1..].iter().product();
+    let size = std::mem::size_of::<T>() as u64;
+    let what = how.what();
+    let mut busy = (0.0, 0.0, 0.0, 0.0);
+    output
+        .outputs
+        .write_in_place(output.slot, "a volume written by slabs", |file| {
+            use std::os::unix::fs::FileExt;
+            let header = npy_header::<T>(&shape)?;
+            file.write_all_at(&header, 0)?;
+            let data_at = header.len() as u64;
+            std::thread::scope(|s| {
+                let (tx, rx) = sync_channel::<(usize, ArrayD<T>)>(1);
+                let writer = s.spawn(move || -> Result<(f64, f64), WriteError> {
+                    let (mut checked, mut written) = (0.0, 0.0);
+                    for (first, slab) in rx.iter() {
+                        let t = Instant::now();
+                        check_finite_rows(&slab.view(), first, what, OVERFLOW_HINT)
+                            .map_err(WriteError::Failure)?;
+                        checked += t.elapsed().as_secs_f64();
+                        let t = Instant::now();
+                        let values = slab.as_slice().ok_or_else(|| {
+                            WriteError::Failure(Failure::new("internal error: a strided slab"))
+                        })?;
+                        write_values_at(file, data_at + (first * plane) as u64 * size, values)?;
+                        written += t.elapsed().as_secs_f64();
+                    }
+                    Ok((checked, written))
+                });
+                let computed = (|| -> Result<(f64, f64), Failure> {
+                    let (mut computing, mut downloading) = (0.0, 0.0);
+                    for cells in slabs {
+                        let t = Instant::now();
+                        let slab = back_slab(&space, setup, compute, groups, data, cells)?;
+                        computing += t.elapsed().as_secs_f64();
+                        let t = Instant::now();
+                        let host = slab.into_host()?.into_array()?;
+                        downloading += t.elapsed().as_secs_f64();
+                        if tx.send((cells.start, host)).is_err() {
+                            break; // the writer stopped at an error, which it reports
+                        }
+                    }
+                    Ok((computing, downloading))
+                })();
+                drop(tx);
+                let written = writer.join().map_err(|_| {
+                    WriteError::Failure(Failure::new("internal error: the writing thread panicked"))
+                })?;
+                // A failed back-projection first: a write error may only be its consequence.
+                let (c, d) = computed.map_err(WriteError::Failure)?;
+                let (k, w) = written?;
+                busy = (c, d, k, w);
+                Ok(())
+            })
+        })?;
+    stages.add(how.stage(), busy.0);
+    stages.add("download", busy.1);
+    stages.add("check", busy.2);
+    stages.add("write", busy.3);
+    Ok(())
+}
+
+/// The back-projection of the slab `cells` (planes of axis 0) of `space`: the sum over the
+/// groups of the adjoint of the piece transform (the group's views, the slab) applied to the
+/// group's `data`.
+fn back_slab<T: Scalar>(
+    space: &Space<T>,
+    setup: &Setup,
+    compute: &Compute,
+    groups: &[Range<usize>],
+    data: &[Element<T>],
+    cells: &Range<usize>,
+) -> Result<Element<T>, Failure> {
+    let mut sum: Option<Element<T>> = None;
+    let mut scratch: Option<Element<T>> = None;
+    for (views, y) in groups.iter().zip(data) {
+        let piece = Piece {
+            views: views.clone(),
+            slab: cells.clone(),
+        };
+        let ray = piece_transform(space, &setup.geometry, &piece, 0, compute.backend.clone())?;
+        let adjoint = ray.adjoint()?;
+        match sum.as_mut() {
+            None => sum = Some(adjoint.apply(y)?),
+            Some(v) => {
+                let part = ray.domain();
+                let tmp = match scratch.as_mut() {
+                    Some(tmp) => tmp,
+                    None => scratch.insert(part.zero()?),
+                };
+                adjoint.apply_into(y, tmp)?;
+                part.axpby(T::one(), tmp, T::one(), v)?;
+            }
+        }
+    }
+    sum.ok_or_else(|| Failure::new("internal error: no view groups"))
 }
 
 /// The operators that take a group's data to its share of the volume: the adjoints of `rays`,
@@ -408,6 +726,15 @@ mod tests {
         assert_eq!(
             device_bytes::<f64>(&setup, &[0..1, 1..3], true),
             8 * 2 * (120 + 42)
+        );
+        // The slab path: all the data, one more group, two of the largest slab (4 planes of 30
+        // cells in 2 slabs of 2).
+        assert_eq!(volume_slabs(4, 2), vec![0..2, 2..4]);
+        assert_eq!(volume_slabs(4, 9), vec![0..1, 1..2, 2..3, 3..4]);
+        assert_eq!(volume_slabs(5, 0), vec![0..5]);
+        assert_eq!(
+            slab_bytes::<f32>(&setup, &[0..5, 5..10]),
+            4 * (10 * 21 + 5 * 21 + 2 * 2 * 30)
         );
         // The CPU: one group unless asked.
         assert_eq!(

@@ -180,19 +180,33 @@ impl Stream<'_> {
         let reader = npy
             .rows::<T>()?
             .ok_or_else(|| Failure::new("internal error: data not readable by views"))?;
-        let Some(x) = streamed::back(
+        let mut out = out;
+        // The volume written slab by slab as it is computed, where nothing else (a PNG) needs
+        // it whole and the output is a regular file.
+        let whole = args.image.png.is_some() || out.outputs.temp_path(out.npy).is_none();
+        let output = (!whole).then_some(streamed::SlabOutput {
+            outputs: &mut out.outputs,
+            slot: out.npy,
+        });
+        let Some(done) = streamed::back(
             self.setup,
             self.compute,
             streamed::Back::Fbp(self.options),
             self.groups,
             &reader,
+            output,
             stages,
         )?
         else {
             return Ok(Streamed::Not(out));
         };
         stages.moved("read", npy.data_bytes() as u64);
-        write_result(out, x, &args.image, "the reconstruction", stages)?;
+        match done {
+            streamed::BackDone::Volume(x) => {
+                write_result(out, x, &args.image, "the reconstruction", stages)?
+            }
+            streamed::BackDone::Written => out.outputs.commit()?,
+        }
         Ok(Streamed::Written)
     }
 }

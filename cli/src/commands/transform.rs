@@ -281,24 +281,28 @@ impl Stream<'_> {
             return Ok(None);
         };
         let mut stages = Stages::new(self.compute.device);
-        let Some(volume) = streamed::back(
+        let output = streamed::SlabOutput { outputs, slot };
+        let Some(done) = streamed::back(
             self.setup,
             self.compute,
             streamed::Back::Adjoint,
             self.groups,
             &reader,
+            Some(output),
             &mut stages,
         )?
         else {
             return Ok(None);
         };
         stages.moved("read", npy.data_bytes() as u64);
-        let host = stages.time("download", || Ok(volume.into_host()?.into_array()?))?;
-        stages.time("check", || {
-            check_finite(&host.view(), "the back-projection", OVERFLOW_HINT)
-        })?;
-        let shape = host.shape().to_vec();
-        stages.time("write", || outputs.write_array(slot, &T::wrap(host)))?;
+        let shape = self.setup.volume_shape().to_vec();
+        if let streamed::BackDone::Volume(volume) = done {
+            let host = stages.time("download", || Ok(volume.into_host()?.into_array()?))?;
+            stages.time("check", || {
+                check_finite(&host.view(), "the back-projection", OVERFLOW_HINT)
+            })?;
+            stages.time("write", || outputs.write_array(slot, &T::wrap(host)))?;
+        }
         stages.moved(
             "write",
             std::fs::metadata(&self.args.output).map_or(0, |m| m.len()),
