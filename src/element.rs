@@ -258,6 +258,26 @@ impl<T: Scalar> Element<T> {
         })
     }
 
+    /// Copies the values `offset..offset + out.len()` of a tensor element (flat, in C order)
+    /// into `out`, from host memory or a GPU (an explicit device → host transfer that returns
+    /// when the values are in `out`): a large result taken out in pieces — written to a file
+    /// piece by piece while the next is copied, say — without a whole host copy.
+    ///
+    /// Errors for product elements and for a range beyond the element.
+    ///
+    /// ```
+    /// let x = rodl::rn::<f32>(&[2, 3])?.element_from_vec(vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0])?;
+    /// let mut row = [0.0; 3];
+    /// x.copy_range_to_slice(3, &mut row)?; // the second row
+    /// assert_eq!(row, [4.0, 5.0, 6.0]);
+    /// assert!(x.copy_range_to_slice(4, &mut row).is_err());
+    /// # Ok::<(), rodl::Error>(())
+    /// ```
+    pub fn copy_range_to_slice(&self, offset: usize, out: &mut [T]) -> Result<()> {
+        self.storage("copy_range_to_slice")?
+            .copy_range_to(offset, out)
+    }
+
     /// A copy of the data in host memory (explicit device → host transfer).
     pub fn to_host(&self) -> Result<Self> {
         self.to_device(Device::Cpu)

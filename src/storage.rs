@@ -113,6 +113,22 @@ impl<T: Scalar> Storage<T> {
         })
     }
 
+    /// Copies the values `offset..offset + out.len()` (flat, C order) into `out`, from the
+    /// host or a GPU; a range beyond the tensor is an error.
+    pub(crate) fn copy_range_to(&self, offset: usize, out: &mut [T]) -> Result<()> {
+        let len: usize = self.shape().iter().product();
+        if offset.checked_add(out.len()).is_none_or(|end| end > len) {
+            return Err(Error::invalid(format!(
+                "cannot copy values {offset}..{} of a tensor of {len} values",
+                offset.saturating_add(out.len())
+            )));
+        }
+        match self {
+            Storage::Host(h) => h.copy_range_to(offset, out),
+            Storage::Cuda(d) => d.copy_range_to(offset, out),
+        }
+    }
+
     /// The host tensor, when the data lives on the host.
     pub(crate) fn host(&self) -> Option<&HostTensor<T>> {
         match self {

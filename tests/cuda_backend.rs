@@ -400,6 +400,28 @@ fn host_data_in_any_layout_and_gpu_access_errors() {
     assert!(g.element(ArrayD::zeros(IxDyn(&[4, 3]))).is_err());
 }
 
+/// `Element::copy_range_to_slice` of a GPU element: ranges below and above the staging
+/// threshold (1 MiB: direct and through the pinned buffers), at odd offsets, equal the host's
+/// values; a range beyond the element is an error, not a fault.
+#[test]
+fn ranges_copied_down_equal_the_host() {
+    let n = (1usize << 19) + 77; // 2 MiB of f32
+    let cpu = rn::<f32>(&[n]).unwrap();
+    let x = cpu
+        .element_from_vec((0..n).map(|i| (i % 1013) as f32 - 500.0).collect())
+        .unwrap();
+    let g = gpu_el(&x);
+    let host = x.as_slice().unwrap();
+    for (offset, len) in [(0, 0), (3, 5), (1001, 4097), (7, (1 << 18) + 3), (13, n - 13)] {
+        let mut out = vec![0.0f32; len];
+        g.copy_range_to_slice(offset, &mut out).unwrap();
+        assert!(out == host[offset..offset + len], "{offset} {len}");
+    }
+    let mut out = vec![0.0f32; 10];
+    assert!(g.copy_range_to_slice(n - 9, &mut out).is_err());
+    assert!(g.copy_range_to_slice(usize::MAX, &mut out).is_err());
+}
+
 #[test]
 fn large_transfers_and_ops() {
     // 2^28 + 3 f32 = 1 GiB through the pinned staging buffers, both ways.

@@ -101,7 +101,8 @@ fn compare(
 #[test]
 fn pieces_equal_the_whole_transform_for_every_geometry() {
     let _gpu = common::gpu_shared();
-    for case in common::ODL_CASES {
+    // Under a sanitizer the cases may be shared out among processes (`RODL_TEST_SHARD`).
+    for &case in common::shard(&common::ODL_CASES) {
         // From a budget that forces a few pieces down to one of many small ones.
         // Under a sanitizer the smallest budget alone (many pieces: every piece kernel and copy).
         for &div in common::sized(&[2u64, 5, 12][..], &[12][..]) {

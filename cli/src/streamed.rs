@@ -26,8 +26,8 @@ use std::time::Instant;
 
 use ndarray::ArrayD;
 use rodl::tomo::split::{piece_transform, Piece};
-use rodl::tomo::{fbp_filters_views, fbp_ops_views, FbpOptions, RayTransform};
-use rodl::{Device, Element, LinOp, LinearOperator, Operator, Scalar, Space};
+use rodl::tomo::{fbp_ops_views, FbpOptions, RayTransform};
+use rodl::{Device, Element, LinOp, LinearOperator, Operator, Scalar};
 
 use crate::commands::{Compute, Setup, OVERFLOW_HINT};
 use crate::io::{check_finite_rows, npy_header, write_values_at, NpyScalar, RowReader};
@@ -273,63 +273,28 @@ pub enum BackDone<T: Scalar> {
     Written,
 }
 
-/// How [`back`] computes, decided once the device is up.
-enum Plan<T: Scalar> {
-    /// Each group's data (for FBP: filtered by `filters`) kept on the device, then the volume
-    /// back-projected slab by slab, each slab written while the next is computed.
-    Slabs {
-        rays: Vec<RayTransform<T>>,
-        filters: Option<Vec<LinOp<T>>>,
-    },
-    /// Each group back-projected into the whole volume as it arrives (`ops`).
-    Volume(Vec<LinOp<T>>),
-}
-
-/// The slabs of the volume's axis 0 (of `n0` planes, contiguous in the `.npy` file) that the
-/// slab path computes and writes one after the other: as many as there are view groups (with
-/// the default groups of about [`GROUP_BYTES`] of data, slabs of a similar size), at most one
-/// per plane; consecutive, of sizes that differ by at most one plane.
+/// The slabs of the volume's axis 0 (of `n0` planes, contiguous in the `.npy` file) that
+/// [`write_slabs`] copies down and writes one after the other: as many as there are view
+/// groups (with the default groups of about [`GROUP_BYTES`] of data, slabs of a similar size),
+/// at most one per plane; consecutive, of sizes that differ by at most one plane.
 pub fn volume_slabs(n0: usize, groups: usize) -> Vec<Range<usize>> {
     let k = groups.clamp(1, n0.max(1));
     (0..k).map(|i| i * n0 / k..(i + 1) * n0 / k).collect()
 }
 
-/// The device bytes of the slab path in values of `T`: every group's data (for FBP: filtered)
-/// and one more group (the upload being filtered, or the next one), and two of the largest
-/// slab (its sum and one group's share).
-pub fn slab_bytes<T: Scalar>(setup: &Setup, groups: &[Range<usize>]) -> u128 {
-    let size = std::mem::size_of::<T>() as u128;
-    let shape = setup.volume_shape();
-    let plane: u128 = shape[1..].iter().map(|&n| n as u128).product();
-    let slabs = volume_slabs(shape[0], groups.len());
-    let slab = slabs.iter().map(|s| s.len()).max().unwrap_or(0) as u128 * plane * size;
-    let data = setup.data_shape();
-    let row: u128 = data[1..].iter().map(|&n| n as u128).product::<u128>() * size;
-    let group = groups.iter().map(|g| g.len()).max().unwrap_or(0) as u128 * row;
-    data[0] as u128 * row + group + 2 * slab
-}
-
 /// Back-projects (or reconstructs by FBP, `how`) the projection data read group by group by
 /// `reader`: the groups `groups` are read on a thread of their own while the device of
 /// `compute` is checked (a GPU's context started) and the group transforms are built
-/// ([`group_transforms`]), and then while each earlier group is uploaded.
-///
-/// With an `output` to write into, and where the device holds all the data
-/// ([`slab_bytes`]) and the reconstruction is one back-projection of (filtered) data (all but
-/// the exact fan-beam FBP: [`rodl::tomo::fbp_filters_views`]), each group is kept on the device
-/// (filtered for FBP), and then the volume is back-projected slab by slab along axis 0
-/// ([`volume_slabs`], each slab's sum over the groups through
-/// [`rodl::tomo::split::piece_transform`]), each slab downloaded, checked and written into its
-/// place in the file on a writer thread while the next slab is computed: the volume's
-/// download and write overlap the back-projection, and the host never holds the whole volume.
-/// Otherwise each group is back-projected into the whole volume as it arrives, and the volume
-/// is returned.
+/// ([`group_transforms`]), and then while each earlier group is uploaded and back-projected
+/// into the volume on the device. With an `output`, the volume is then copied down and written
+/// slab by slab ([`write_slabs`]: each slab's write beside the next slab's copy); else it is
+/// returned.
 ///
 /// `stages` gets the set-up, the read (the reader's busy time), the compute (the main
-/// thread's busy time, `how`'s stage name: `transform` or `fbp`; on the slab path also the
-/// uploads (`upload`), the slabs' download, check and write) and the streamed part's wall
-/// time. `None` (nothing computed, the stages untouched) when the device's memory cannot hold
-/// the streamed path's arrays ([`fits_on_device`]).
+/// thread's busy time, `how`'s stage name: `transform` or `fbp`), with an output the
+/// download, check and write, and the streamed part's wall time. `None` (nothing computed,
+/// the stages untouched) when the device's memory cannot hold the streamed path's arrays
+/// ([`fits_on_device`]).
 pub fn back<T: NpyScalar>(
     setup: &Setup,
     compute: &Compute,
@@ -341,9 +306,8 @@ pub fn back<T: NpyScalar>(
 ) -> Result<Option<BackDone<T>>, Failure> {
     let start = Instant::now();
     let bytes = device_bytes::<T>(setup, groups, true);
-    let slab_path = output.is_some();
     let stage = how.stage();
-    let (kept, read, (set, device), busy) = std::thread::scope(|s| {
+    let (volume, read, (set, device), busy) = std::thread::scope(|s| {
         let (tx, rx) = sync_channel::<Result<Vec<T>, Failure>>(1);
         let reading = s.spawn(move || {
             let mut seconds = 0.0;
@@ -362,29 +326,24 @@ pub fn back<T: NpyScalar>(
         let mut device = 0.0;
         let made = compute.check().and_then(|()| {
             device = t.elapsed().as_secs_f64();
-            plan::<T>(setup, compute, how, groups, slab_path, bytes)
+            if !fits_on_device(compute, bytes)? {
+                return Ok(None);
+            }
+            let rays = group_transforms::<T>(setup, compute, groups)?;
+            Ok(Some(back_operators(&rays, groups, setup, how)?))
         });
         let set = t.elapsed().as_secs_f64();
         let mut busy = 0.0;
-        let kept = made.and_then(|plan| {
-            let Some(plan) = plan else {
-                return Ok(None);
-            };
-            let kept = match plan {
-                Plan::Volume(ops) => Kept::Volume(add_groups(&ops, rx.iter(), &mut busy)?),
-                Plan::Slabs { rays, filters } => {
-                    let data = keep_groups(&rays, filters.as_deref(), rx.iter(), &mut busy)?;
-                    Kept::Groups(data)
-                }
-            };
-            Ok(Some(kept))
+        let volume = made.and_then(|ops| match ops {
+            Some(ops) => Ok(Some(add_groups(&ops, rx.iter(), &mut busy)?)),
+            None => Ok(None),
         });
         drop(rx);
         let read = reading.join();
-        (kept, read, (set, device), busy)
+        (volume, read, (set, device), busy)
     });
     let read = read.map_err(|_| Failure::new("internal error: the reading thread panicked"))?;
-    let Some(kept) = kept? else {
+    let Some(volume) = volume? else {
         return Ok(None);
     };
     stages.add("set-up", set);
@@ -396,31 +355,29 @@ pub fn back<T: NpyScalar>(
         ),
     );
     stages.add("read", read);
-    let done = match kept {
-        Kept::Volume(volume) => {
-            stages.add(stage, busy);
+    stages.add(stage, busy);
+    let done = match output {
+        None => {
             stages.annotate(
                 "streamed",
                 format!("{} view groups, read and {stage} overlapped", groups.len()),
             );
             BackDone::Volume(volume)
         }
-        Kept::Groups(data) => {
-            stages.add(
-                match how {
-                    Back::Adjoint => "upload",
-                    Back::Fbp(_) => "filter",
-                },
-                busy,
-            );
-            let output = output
-                .ok_or_else(|| Failure::new("internal error: the slab path without an output"))?;
+        Some(output) => {
             let slabs = volume_slabs(setup.volume_shape()[0], groups.len());
-            write_slabs(setup, compute, how, groups, &data, &slabs, output, stages)?;
+            write_slabs(
+                &volume,
+                setup.volume_shape(),
+                &slabs,
+                how.what(),
+                output,
+                stages,
+            )?;
             stages.annotate(
                 "streamed",
                 format!(
-                    "{} view groups read beside the uploads, {} slabs: {stage}, download and \
+                    "{} view groups, read and {stage} overlapped; {} slabs, download and \
                      write overlapped",
                     groups.len(),
                     slabs.len()
@@ -431,59 +388,6 @@ pub fn back<T: NpyScalar>(
     };
     stages.add("streamed", start.elapsed().as_secs_f64());
     Ok(Some(done))
-}
-
-/// What the first part of [`back`] leaves on the device.
-enum Kept<T: Scalar> {
-    /// The whole volume.
-    Volume(Element<T>),
-    /// Each group's (filtered) data.
-    Groups(Vec<Element<T>>),
-}
-
-/// [`back`]'s plan once the device is up (`None`: its memory cannot hold the arrays): the slab
-/// path where it is `wanted`, the device holds it and the reconstruction is one
-/// back-projection of filtered data; else the whole volume (`bytes` on the device).
-fn plan<T: Scalar>(
-    setup: &Setup,
-    compute: &Compute,
-    how: Back<'_>,
-    groups: &[Range<usize>],
-    wanted: bool,
-    bytes: u128,
-) -> Result<Option<Plan<T>>, Failure> {
-    let slabs = wanted && fits_on_device(compute, slab_bytes::<T>(setup, groups))?;
-    let volume = fits_on_device(compute, bytes)?;
-    if !slabs && !volume {
-        return Ok(None);
-    }
-    let rays = group_transforms::<T>(setup, compute, groups)?;
-    if slabs {
-        match how {
-            Back::Adjoint => {
-                return Ok(Some(Plan::Slabs {
-                    rays,
-                    filters: None,
-                }))
-            }
-            Back::Fbp(options) => {
-                let refs: Vec<&dyn LinearOperator<T>> =
-                    rays.iter().map(|r| r as &dyn LinearOperator<T>).collect();
-                if let Some(filters) = fbp_filters_views(&refs, &setup.geometry, groups, options)? {
-                    return Ok(Some(Plan::Slabs {
-                        rays,
-                        filters: Some(filters),
-                    }));
-                }
-            }
-        }
-    }
-    if !volume {
-        return Ok(None);
-    }
-    Ok(Some(Plan::Volume(back_operators(
-        &rays, groups, setup, how,
-    )?)))
 }
 
 /// Adds the back-projections `ops[k]` of the groups' data `rows` (as they arrive) into one
@@ -520,150 +424,103 @@ fn add_groups<T: Scalar>(
     volume.ok_or_else(|| Failure::new("internal error: no view groups were read"))
 }
 
-/// Uploads each group's data `rows` (as they arrive) into the range of its transform `rays[k]`
-/// and, for FBP, filters it there (`filters[k]`), keeping the results on the device; `busy`
-/// gets the time spent.
-fn keep_groups<T: Scalar>(
-    rays: &[RayTransform<T>],
-    filters: Option<&[LinOp<T>]>,
-    rows: impl Iterator<Item = Result<Vec<T>, Failure>>,
-    busy: &mut f64,
-) -> Result<Vec<Element<T>>, Failure> {
-    let mut kept = Vec::with_capacity(rays.len());
-    for (k, (ray, rows)) in rays.iter().zip(rows).enumerate() {
-        let rows = rows?;
-        let t = Instant::now();
-        let data = ray.range().element_from_vec(rows)?;
-        let data = match filters.and_then(|f| f.get(k)) {
-            Some(filter) => filter.apply(&data)?,
-            None => data,
-        };
-        kept.push(data);
-        *busy += t.elapsed().as_secs_f64();
-    }
-    if kept.len() != rays.len() {
-        return Err(Failure::new(
-            "internal error: not every view group was read",
-        ));
-    }
-    Ok(kept)
-}
-
-/// The slab path's second part: for each slab of `slabs`, the sum over the groups of the
-/// adjoint of the slab's piece transform applied to the group's `data`, downloaded, and
-/// handed to a writer thread that checks it (non-finite values name their index in the whole
-/// volume) and writes it at its place in `output` while the next slab is computed. A failure
-/// of either stops both; nothing is committed. `stages` gets the compute (`how`'s stage), the
-/// download, the check and the write (the writer's busy times).
-#[allow(clippy::too_many_arguments)]
+/// Writes `volume` (of shape `shape`, on any device) into the `.npy` `output` slab by slab
+/// (`slabs`, planes of axis 0): each slab is copied down
+/// ([`Element::copy_range_to_slice`]) and handed to a writer thread, which checks it
+/// (non-finite values name their index in the whole volume; `what` names the volume) and
+/// writes it at its place in the file while the next slab is copied; two host buffers of a
+/// slab go back and forth, so the host never holds the whole volume. A failure of either stops
+/// both, and nothing is committed. `stages` gets the download, the check and the write (the
+/// writer's busy times).
 fn write_slabs<T: NpyScalar>(
-    setup: &Setup,
-    compute: &Compute,
-    how: Back<'_>,
-    groups: &[Range<usize>],
-    data: &[Element<T>],
+    volume: &Element<T>,
+    shape: &[usize],
     slabs: &[Range<usize>],
+    what: &str,
     output: SlabOutput<'_>,
     stages: &mut Stages,
 ) -> Result<(), Failure> {
-    let space = compute.volume::<T>(setup)?;
-    let shape = setup.volume_shape().to_vec();
     let plane: usize = shape[1..].iter().product();
     let size = std::mem::size_of::<T>() as u64;
-    let what = how.what();
-    let mut busy = (0.0, 0.0, 0.0, 0.0);
+    let mut busy = (0.0, 0.0, 0.0);
     output
         .outputs
         .write_in_place(output.slot, "a volume written by slabs", |file| {
             use std::os::unix::fs::FileExt;
-            let header = npy_header::<T>(&shape)?;
+            let header = npy_header::<T>(shape)?;
             file.write_all_at(&header, 0)?;
             let data_at = header.len() as u64;
             std::thread::scope(|s| {
-                let (tx, rx) = sync_channel::<(usize, ArrayD<T>)>(1);
+                let (tx, rx) = sync_channel::<(usize, Vec<T>)>(1);
+                let (back_tx, back_rx) = sync_channel::<Vec<T>>(2);
                 let writer = s.spawn(move || -> Result<(f64, f64), WriteError> {
                     let (mut checked, mut written) = (0.0, 0.0);
-                    for (first, slab) in rx.iter() {
+                    for (first, values) in rx.iter() {
                         let t = Instant::now();
-                        check_finite_rows(&slab.view(), first, what, OVERFLOW_HINT)
+                        let mut slab = shape.to_vec();
+                        slab[0] = values.len() / plane.max(1);
+                        let view = ndarray::ArrayViewD::from_shape(slab, &values)
+                            .map_err(|e| WriteError::Failure(Failure::new(e.to_string())))?;
+                        check_finite_rows(&view, first, what, OVERFLOW_HINT)
                             .map_err(WriteError::Failure)?;
                         checked += t.elapsed().as_secs_f64();
                         let t = Instant::now();
-                        let values = slab.as_slice().ok_or_else(|| {
-                            WriteError::Failure(Failure::new("internal error: a strided slab"))
-                        })?;
-                        write_values_at(file, data_at + (first * plane) as u64 * size, values)?;
+                        write_values_at(file, data_at + (first * plane) as u64 * size, &values)?;
                         written += t.elapsed().as_secs_f64();
+                        // The buffer back for a later slab (or dropped once none is left).
+                        let _ = back_tx.try_send(values);
                     }
                     Ok((checked, written))
                 });
-                let computed = (|| -> Result<(f64, f64), Failure> {
-                    let (mut computing, mut downloading) = (0.0, 0.0);
+                let copied = (|| -> Result<f64, Failure> {
+                    let mut seconds = 0.0;
                     for cells in slabs {
                         let t = Instant::now();
-                        let slab = back_slab(&space, setup, compute, groups, data, cells)?;
-                        computing += t.elapsed().as_secs_f64();
-                        let t = Instant::now();
-                        let host = slab.into_host()?.into_array()?;
-                        downloading += t.elapsed().as_secs_f64();
-                        if tx.send((cells.start, host)).is_err() {
+                        let n = cells.len() * plane;
+                        let mut values = match back_rx.try_recv() {
+                            Ok(v) => v,
+                            Err(_) => host_buffer::<T>(n)?,
+                        };
+                        // A buffer back from the writer is at most a plane longer or shorter.
+                        values.truncate(n);
+                        values.resize(n, T::zero());
+                        volume.copy_range_to_slice(cells.start * plane, &mut values)?;
+                        seconds += t.elapsed().as_secs_f64();
+                        if tx.send((cells.start, values)).is_err() {
                             break; // the writer stopped at an error, which it reports
                         }
                     }
-                    Ok((computing, downloading))
+                    Ok(seconds)
                 })();
                 drop(tx);
                 let written = writer.join().map_err(|_| {
                     WriteError::Failure(Failure::new("internal error: the writing thread panicked"))
                 })?;
-                // A failed back-projection first: a write error may only be its consequence.
-                let (c, d) = computed.map_err(WriteError::Failure)?;
-                let (k, w) = written?;
-                busy = (c, d, k, w);
+                // A failed copy first: a write error may only be its consequence.
+                let copied = copied.map_err(WriteError::Failure)?;
+                let (checked, written) = written?;
+                busy = (copied, checked, written);
                 Ok(())
             })
         })?;
-    stages.add(how.stage(), busy.0);
-    stages.add("download", busy.1);
-    stages.add("check", busy.2);
-    stages.add("write", busy.3);
+    stages.add("download", busy.0);
+    stages.add("check", busy.1);
+    stages.add("write", busy.2);
     Ok(())
 }
 
-/// The back-projection of the slab `cells` (planes of axis 0) of `space`: the sum over the
-/// groups of the adjoint of the piece transform (the group's views, the slab) applied to the
-/// group's `data`.
-fn back_slab<T: Scalar>(
-    space: &Space<T>,
-    setup: &Setup,
-    compute: &Compute,
-    groups: &[Range<usize>],
-    data: &[Element<T>],
-    cells: &Range<usize>,
-) -> Result<Element<T>, Failure> {
-    let mut sum: Option<Element<T>> = None;
-    let mut scratch: Option<Element<T>> = None;
-    for (views, y) in groups.iter().zip(data) {
-        let piece = Piece {
-            views: views.clone(),
-            slab: cells.clone(),
-        };
-        let ray = piece_transform(space, &setup.geometry, &piece, 0, compute.backend.clone())?;
-        let adjoint = ray.adjoint()?;
-        match sum.as_mut() {
-            None => sum = Some(adjoint.apply(y)?),
-            Some(v) => {
-                let part = ray.domain();
-                let tmp = match scratch.as_mut() {
-                    Some(tmp) => tmp,
-                    None => scratch.insert(part.zero()?),
-                };
-                adjoint.apply_into(y, tmp)?;
-                part.axpby(T::one(), tmp, T::one(), v)?;
-            }
-        }
-    }
-    sum.ok_or_else(|| Failure::new("internal error: no view groups"))
+/// A host buffer of `n` values, its memory advised to huge pages (the copy into it is its first
+/// write); an allocation failure is an error, not an abort.
+fn host_buffer<T: Scalar>(n: usize) -> Result<Vec<T>, Failure> {
+    let mut v: Vec<T> = Vec::new();
+    v.try_reserve_exact(n).map_err(|e| {
+        Failure::new(format!(
+            "cannot allocate {} bytes of host memory for a slab of the volume: {e}",
+            n as u128 * std::mem::size_of::<T>() as u128
+        ))
+    })?;
+    rodl::memory::advise_huge_pages(v.spare_capacity_mut());
+    Ok(v)
 }
 
 /// The operators that take a group's data to its share of the volume: the adjoints of `rays`,
@@ -727,15 +584,10 @@ mod tests {
             device_bytes::<f64>(&setup, &[0..1, 1..3], true),
             8 * 2 * (120 + 42)
         );
-        // The slab path: all the data, one more group, two of the largest slab (4 planes of 30
-        // cells in 2 slabs of 2).
+        // The volume's slabs: as many as the groups, at most one per plane.
         assert_eq!(volume_slabs(4, 2), vec![0..2, 2..4]);
         assert_eq!(volume_slabs(4, 9), vec![0..1, 1..2, 2..3, 3..4]);
         assert_eq!(volume_slabs(5, 0), vec![0..5]);
-        assert_eq!(
-            slab_bytes::<f32>(&setup, &[0..5, 5..10]),
-            4 * (10 * 21 + 5 * 21 + 2 * 2 * 30)
-        );
         // The CPU: one group unless asked.
         assert_eq!(
             super::view_groups(512, 805_306_368, None, Device::Cpu)

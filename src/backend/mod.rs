@@ -83,6 +83,9 @@ pub(crate) trait BackendStorage<T: Scalar>: Sized {
     fn try_clone(&self) -> Result<Self>;
     /// A copy in host memory.
     fn to_host(&self) -> Result<ArrayD<T>>;
+    /// Copies the values `offset..offset + out.len()` (flat, C order; the caller checked the
+    /// range) into `out`, blocking until they are there.
+    fn copy_range_to(&self, offset: usize, out: &mut [T]) -> Result<()>;
     /// `self = op(x, y)` elementwise.
     fn binary(&mut self, op: Binary<T>, x: &Self, y: &Self) -> Result<()>;
     /// `self = a x + b self`.

@@ -472,3 +472,19 @@ pub fn sized<T>(full: T, small: T) -> T {
         full
     }
 }
+
+/// The share of `cases` that this process runs: all of them, or where `RODL_TEST_SHARD` is
+/// `i/n` (`tools/gpu-sanitize` sets it for the tests it lists as sharded) every `n`-th from the
+/// `i`-th, so that one long test's cases run in `n` sanitizer processes at once. A malformed
+/// value is a test failure, not a silent "all".
+pub fn shard<T>(cases: &[T]) -> Vec<&T> {
+    let Ok(spec) = std::env::var("RODL_TEST_SHARD") else {
+        return cases.iter().collect();
+    };
+    let (i, n) = spec
+        .split_once('/')
+        .and_then(|(i, n)| Some((i.parse::<usize>().ok()?, n.parse::<usize>().ok()?)))
+        .filter(|&(i, n)| i < n)
+        .unwrap_or_else(|| panic!("RODL_TEST_SHARD={spec}: expected i/n with i < n"));
+    cases.iter().skip(i).step_by(n).collect()
+}

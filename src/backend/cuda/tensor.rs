@@ -207,18 +207,40 @@ impl<T: Scalar> DeviceTensor<T> {
         })?;
         // The copy below is the memory's first write: fewer page faults on huge pages.
         crate::memory::advise_huge_pages(v.spare_capacity_mut());
+        // SAFETY: `v` has capacity for the `n` values, which the copy writes.
+        unsafe { self.copy_values_to(0, n, v.as_mut_ptr(), staged)? };
+        // SAFETY: all `n` values were written by the completed copy.
+        unsafe { v.set_len(n) };
+        ArrayD::from_shape_vec(IxDyn(&self.shape), v).map_err(|e| Error::invalid(e.to_string()))
+    }
+
+    /// Copies the `n` values from `offset` on into host memory at `dst`, through the pinned
+    /// staging buffers or directly, and returns when they are there.
+    ///
+    /// # Safety
+    /// `dst` must be valid for writes of `n` values; `offset + n` at most the tensor's length.
+    unsafe fn copy_values_to(
+        &self,
+        offset: usize,
+        n: usize,
+        dst: *mut T,
+        staged: bool,
+    ) -> Result<()> {
+        let size = std::mem::size_of::<T>();
+        let bytes = n * size;
         self.ctx.bind()?;
         let stream = &self.ctx.stream();
         let (src, _r) = self.buf.device_ptr(stream);
+        let src = src + (offset * size) as u64;
         if staged {
             let mut st = self.ctx.staging()?;
-            // SAFETY: `v` has capacity for `bytes` bytes; the source holds them.
-            unsafe { st.dtoh(src, v.as_mut_ptr() as *mut u8, bytes)? };
+            // SAFETY: `dst` takes `bytes` bytes (the caller); the source holds them.
+            unsafe { st.dtoh(src, dst as *mut u8, bytes)? };
         } else if bytes > 0 {
-            // SAFETY: as above; synchronised before `v` is read.
+            // SAFETY: as above; synchronised before the caller reads `dst`.
             unsafe {
                 sys::cuMemcpyDtoHAsync_v2(
-                    v.as_mut_ptr() as *mut std::ffi::c_void,
+                    dst as *mut std::ffi::c_void,
                     src,
                     bytes,
                     stream.cu_stream(),
@@ -229,9 +251,7 @@ impl<T: Scalar> DeviceTensor<T> {
             self.ctx.synchronize()?;
         }
         drop(_r);
-        // SAFETY: all `n` values were written by the completed copy.
-        unsafe { v.set_len(n) };
-        ArrayD::from_shape_vec(IxDyn(&self.shape), v).map_err(|e| Error::invalid(e.to_string()))
+        Ok(())
     }
 
     /// [`from_host`](Self::from_host), through the pinned staging buffers or directly.
@@ -309,6 +329,13 @@ impl<T: Scalar> BackendStorage<T> for DeviceTensor<T> {
     /// A copy in host memory (blocks until the copy is done).
     fn to_host(&self) -> Result<ArrayD<T>> {
         self.to_host_via(self.len * std::mem::size_of::<T>() >= STAGING_MIN_BYTES)
+    }
+
+    /// Copies a range of values into host memory (blocks until the copy is done).
+    fn copy_range_to(&self, offset: usize, out: &mut [T]) -> Result<()> {
+        let staged = std::mem::size_of_val(out) >= STAGING_MIN_BYTES;
+        // SAFETY: `out` takes its length of values; the caller checked the range.
+        unsafe { self.copy_values_to(offset, out.len(), out.as_mut_ptr(), staged) }
     }
 
     /// `self = op(x, y)` elementwise.

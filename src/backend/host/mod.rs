@@ -81,6 +81,10 @@ impl<T: Scalar> BackendStorage<T> for HostTensor<T> {
         crate::memory::check_host_array(self.0.shape(), std::mem::size_of::<T>())?;
         Ok(self.0.clone())
     }
+    fn copy_range_to(&self, offset: usize, out: &mut [T]) -> Result<()> {
+        out.copy_from_slice(&self.slice()[offset..offset + out.len()]);
+        Ok(())
+    }
     fn binary(&mut self, op: Binary<T>, x: &Self, y: &Self) -> Result<()> {
         vector::binary(op, x.slice(), y.slice(), self.slice_mut());
         Ok(())
