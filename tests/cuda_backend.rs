@@ -412,7 +412,13 @@ fn ranges_copied_down_equal_the_host() {
         .unwrap();
     let g = gpu_el(&x);
     let host = x.as_slice().unwrap();
-    for (offset, len) in [(0, 0), (3, 5), (1001, 4097), (7, (1 << 18) + 3), (13, n - 13)] {
+    for (offset, len) in [
+        (0, 0),
+        (3, 5),
+        (1001, 4097),
+        (7, (1 << 18) + 3),
+        (13, n - 13),
+    ] {
         let mut out = vec![0.0f32; len];
         g.copy_range_to_slice(offset, &mut out).unwrap();
         assert!(out == host[offset..offset + len], "{offset} {len}");
