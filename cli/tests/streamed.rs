@@ -243,3 +243,32 @@ fn fortran_order_zero_groups_and_non_finite_values() {
         .collect();
     assert!(left.is_empty(), "temporary files left: {left:?}");
 }
+
+/// Over a file-size limit (`ulimit -f`) the volume's write by slabs fails in one line naming
+/// the error, and neither the output nor its temporary file is left.
+#[cfg(unix)]
+#[test]
+fn a_file_size_limit_stops_the_slabs_cleanly() {
+    let dir = TempDir::new("stream-fsize");
+    let geometry = dir.path("g.json");
+    std::fs::write(&geometry, CONE).unwrap();
+    let y = dir.path("y.npy");
+    write_npy(&y, &random(&[30, 20, 16], 8).mapv(|v| v as f32)).unwrap();
+    let out = dir.path("x.npy");
+    for command in ["backproject", "fbp"] {
+        let o = std::process::Command::new("sh")
+            .arg("-c")
+            .arg("ulimit -f 40 && exec \"$0\" \"$@\"")
+            .arg(env!("CARGO_BIN_EXE_rodl"))
+            .args([command, "-g", s(&geometry), "-i", s(&y), "-o", s(&out)])
+            .args(["--view-groups", "3"])
+            .output()
+            .expect("cannot start sh");
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{command}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains("File too large"), "{err}");
+        assert!(!out.exists());
+        assert_eq!(dir.listing(), ["g.json", "y.npy"], "{command}");
+    }
+}
