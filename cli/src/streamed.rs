@@ -14,7 +14,9 @@
 //!   (positioned reads by all cores, finite values checked) while the main thread uploads the
 //!   previous group and adds its back-projection (for FBP: of its filtered rows,
 //!   [`rodl::tomo::fbp_ops_views`], the whole scan's filter and weights restricted to the group)
-//!   into the volume. The device's set-up runs beside the first reads.
+//!   into the volume. The device's set-up runs beside the first reads. The volume is then
+//!   copied down and written slab by slab ([`write_slabs`]), each slab's write beside the next
+//!   slab's copy.
 //!
 //! The groups add up to the whole transform (forward: each view's rows are computed as in one
 //! call; adjoint and FBP: a sum over the groups), so the results equal the in-memory path's up
