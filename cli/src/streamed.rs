@@ -475,15 +475,16 @@ fn write_slabs<T: NpyScalar>(
                     Ok((checked, written))
                 });
                 let copied = (|| -> Result<f64, Failure> {
+                    let largest = slabs.iter().map(|c| c.len()).max().unwrap_or(0) * plane;
                     let mut seconds = 0.0;
                     for cells in slabs {
                         let t = Instant::now();
                         let n = cells.len() * plane;
                         let mut values = match back_rx.try_recv() {
                             Ok(v) => v,
-                            Err(_) => host_buffer::<T>(n)?,
+                            Err(_) => host_buffer::<T>(largest)?,
                         };
-                        // A buffer back from the writer is at most a plane longer or shorter.
+                        // Every buffer holds the largest slab: no reallocation here.
                         values.truncate(n);
                         values.resize(n, T::zero());
                         volume.copy_range_to_slice(cells.start * plane, &mut values)?;
@@ -511,8 +512,8 @@ fn write_slabs<T: NpyScalar>(
     Ok(())
 }
 
-/// A host buffer of `n` values, its memory advised to huge pages (the copy into it is its first
-/// write); an allocation failure is an error, not an abort.
+/// An empty host buffer with room for `n` values, its memory advised to huge pages (before its
+/// first write); an allocation failure is an error, not an abort.
 fn host_buffer<T: Scalar>(n: usize) -> Result<Vec<T>, Failure> {
     let mut v: Vec<T> = Vec::new();
     v.try_reserve_exact(n).map_err(|e| {

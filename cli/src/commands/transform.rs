@@ -295,14 +295,13 @@ impl Stream<'_> {
             return Ok(None);
         };
         stages.moved("read", npy.data_bytes() as u64);
+        // Given an output, `back` writes the volume itself.
+        let streamed::BackDone::Written = done else {
+            return Err(Failure::new(
+                "internal error: a streamed volume not written",
+            ));
+        };
         let shape = self.setup.volume_shape().to_vec();
-        if let streamed::BackDone::Volume(volume) = done {
-            let host = stages.time("download", || Ok(volume.into_host()?.into_array()?))?;
-            stages.time("check", || {
-                check_finite(&host.view(), "the back-projection", OVERFLOW_HINT)
-            })?;
-            stages.time("write", || outputs.write_array(slot, &T::wrap(host)))?;
-        }
         stages.moved(
             "write",
             std::fs::metadata(&self.args.output).map_or(0, |m| m.len()),

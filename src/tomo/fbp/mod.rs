@@ -354,93 +354,6 @@ pub fn fbp_ops_views<T: Scalar>(
     groups: &[Range<usize>],
     options: &FbpOptions,
 ) -> Result<Vec<LinOp<T>>> {
-    let prepared = prepare_groups(ray_trafos, geometry, groups, options)?;
-    ray_trafos
-        .iter()
-        .zip(groups)
-        .map(|(ray_trafo, views)| views_op(*ray_trafo, views, &prepared))
-        .collect()
-}
-
-/// The filters of [`fbp_ops_views`]'s operators where each of them is one back-projection of
-/// filtered data: `Some(filters)` with `fbp_ops_views(..)[k] = ray_trafos[k].adjoint() ∘
-/// filters[k]` (every geometry but the exact fan-beam FBP, whose operators are sums of
-/// weighted back-projections: `None`). `filters[k]` maps the data of the views `groups[k]`
-/// (`ray_trafos[k]`'s range) to the filtered data in the same space, with the whole scan's
-/// filter and weights restricted to those views.
-///
-/// With the filtered data of every group at hand, the back-projection can then be cut in
-/// other ways than by views — by slabs of the volume ([`split`](crate::tomo::split)), each
-/// slab summed over the groups and finished (written out, say) before the next is computed.
-///
-/// Errors as [`fbp_ops_views`] does.
-///
-/// ```
-/// use rodl::tomo::{fbp_filters_views, fbp_op, cone_beam_geometry, Backend, FbpOptions, RayTransform};
-/// use rodl::{uniform_discr, LinearOperator, Operator};
-/// let space = uniform_discr::<f64>(&[-1.0; 3], &[1.0; 3], &[12, 12, 12])?;
-/// let geometry = cone_beam_geometry(&space, 4.0, 2.0, Some(30))?;
-/// let ray = RayTransform::new(space.clone(), geometry.clone(), Backend::default())?;
-/// let y = ray.apply(&space.one()?)?;
-/// let whole = fbp_op(&ray, &FbpOptions::default())?.apply(&y)?;
-/// let groups = [0..10, 10..30];
-/// let parts: Vec<RayTransform<f64>> = groups
-///     .iter()
-///     .map(|v| RayTransform::new(space.clone(), geometry.select_views(v.clone())?, Backend::default()))
-///     .collect::<Result<_, _>>()?;
-/// let refs: Vec<&dyn LinearOperator<f64>> = parts.iter().map(|r| r as &dyn LinearOperator<f64>).collect();
-/// let filters = fbp_filters_views(&refs, &geometry, &groups, &FbpOptions::default())?
-///     .expect("FDK is one back-projection of filtered data");
-/// let rows_per_view = y.as_slice()?.len() / 30;
-/// let mut sum = space.zero()?;
-/// for ((filter, part), v) in filters.iter().zip(&parts).zip(&groups) {
-///     let rows = y.as_slice()?[v.start * rows_per_view..v.end * rows_per_view].to_vec();
-///     let filtered = filter.apply(&part.range().element_from_vec(rows)?)?;
-///     let x = part.adjoint()?.apply(&filtered)?;
-///     space.lincomb(1.0, &sum.try_clone()?, 1.0, &x, &mut sum)?;
-/// }
-/// assert!(space.dist(&sum, &whole)? <= 1e-12 * space.norm(&whole)?);
-/// # Ok::<(), rodl::Error>(())
-/// ```
-pub fn fbp_filters_views<T: Scalar>(
-    ray_trafos: &[&dyn LinearOperator<T>],
-    geometry: &Geometry,
-    groups: &[Range<usize>],
-    options: &FbpOptions,
-) -> Result<Option<Vec<LinOp<T>>>> {
-    let prepared = prepare_groups(ray_trafos, geometry, groups, options)?;
-    let (_, plan, _) = &prepared;
-    if plan.fan_radius.is_some() {
-        return Ok(None);
-    }
-    let term = plan
-        .terms
-        .first()
-        .ok_or_else(|| Error::invalid("empty FBP plan"))?;
-    ray_trafos
-        .iter()
-        .zip(groups)
-        .map(|(ray_trafo, views)| -> Result<LinOp<T>> {
-            Ok(Arc::new(views_filter(
-                ray_trafo.range(),
-                views,
-                &prepared,
-                term,
-            )?))
-        })
-        .collect::<Result<Vec<_>>>()
-        .map(Some)
-}
-
-/// The set-up, plan and row filter of the whole scan for [`fbp_ops_views`] and
-/// [`fbp_filters_views`], after checking that `ray_trafos[k]`'s range is the data of the views
-/// `groups[k]`.
-fn prepare_groups<T: Scalar>(
-    ray_trafos: &[&dyn LinearOperator<T>],
-    geometry: &Geometry,
-    groups: &[Range<usize>],
-    options: &FbpOptions,
-) -> Result<(setup::Setup, weights::FbpPlan, Arc<filter::RowFilter>)> {
     if ray_trafos.len() != groups.len() {
         return Err(Error::invalid(format!(
             "fbp_ops_views: {} ray transforms for {} groups of views",
@@ -468,24 +381,12 @@ fn prepare_groups<T: Scalar>(
     }
     // The whole scan's set-up and plan, on a host space of its data shape (for the checks).
     let whole = crate::Space::<T>::from_partition(geometry.data_partition().clone());
-    operator::prepare(&whole, geometry, options, true)
-}
-
-/// The filter of the plan's term `term` on the data space `data` of the views `views`, from
-/// the whole scan's prepared set-up and row filter: the weights restricted to the views.
-fn views_filter<T: Scalar>(
-    data: &crate::Space<T>,
-    views: &Range<usize>,
-    prepared: &(setup::Setup, weights::FbpPlan, Arc<filter::RowFilter>),
-    term: &weights::Term,
-) -> Result<FbpFilter<T>> {
-    let (setup, _, row) = prepared;
-    let nu = setup.nu;
-    let term = weights::Term {
-        before: term.before.views(views, nu),
-        after: term.after.views(views, nu),
-    };
-    FbpFilter::from_term(data.clone(), Arc::clone(row), &setup.views(views), term)
+    let prepared = operator::prepare(&whole, geometry, options, true)?;
+    ray_trafos
+        .iter()
+        .zip(groups)
+        .map(|(ray_trafo, views)| views_op(*ray_trafo, views, &prepared))
+        .collect()
 }
 
 /// The operator of [`fbp_op_views`] for the views `views` (checked), from the whole scan's
@@ -495,10 +396,18 @@ fn views_op<T: Scalar>(
     views: &Range<usize>,
     prepared: &(setup::Setup, weights::FbpPlan, Arc<filter::RowFilter>),
 ) -> Result<LinOp<T>> {
-    let (setup, plan, _) = prepared;
+    let (setup, plan, row) = prepared;
+    let data = ray_trafo.range().clone();
     let nu = setup.nu;
+    let setup = setup.views(views);
     let backward = ray_trafo.adjoint()?;
-    let make_filter = |term: &weights::Term| views_filter(ray_trafo.range(), views, prepared, term);
+    let make_filter = |term: &weights::Term| -> Result<FbpFilter<T>> {
+        let term = weights::Term {
+            before: term.before.views(views, nu),
+            after: term.after.views(views, nu),
+        };
+        FbpFilter::from_term(data.clone(), Arc::clone(row), &setup, term)
+    };
     let filter = |term: &weights::Term| -> Result<LinOp<T>> { Ok(Arc::new(make_filter(term)?)) };
     let Some(r) = plan.fan_radius else {
         let first = plan
