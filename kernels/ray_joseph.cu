@@ -773,6 +773,8 @@ joseph_forward2_smem_batch_f32(const float* __restrict__ vol, float* __restrict_
 struct FloatSum {
     float* p;
     static constexpr bool FIXED = false;
+    static constexpr bool PACKED = false;
+    __device__ __forceinline__ float q(float v) const { return v; }
     __device__ __forceinline__ FloatSum at(u64 off) const { return FloatSum{p + off}; }
     __device__ __forceinline__ void add(u64 i, float v) const { atomicAdd(p + i, v); }
     __device__ __forceinline__ bool vector_aligned() const { return (reinterpret_cast<u64>(p) & 15u) == 0u; }
@@ -782,6 +784,7 @@ struct FixedSum {
     unsigned long long* p;
     double scale;
     static constexpr bool FIXED = true;
+    static constexpr bool PACKED = false;
     __device__ __forceinline__ FixedSum at(u64 off) const { return FixedSum{p + off, scale}; }
     __device__ __forceinline__ void add(u64 i, float v) const {
         if (v != 0.0f) atomicAdd(p + i, (unsigned long long)llrint((double)v * scale));
@@ -789,14 +792,49 @@ struct FixedSum {
     __device__ __forceinline__ bool vector_aligned() const { return true; }  // scalar adds only
 };
 
+// PackedSum: two neighbouring voxels' 32-bit fixed-point sums in one 64-bit word (voxel 2k in the
+// low half, 2k + 1 in the high half), added with 64-bit integer atomics: the word is exact modulo
+// 2^64, so with both true sums within [-2^31, 2^31) the low one is the word's sign-extended low
+// half and the high one (word - low) / 2^32 (joseph_packed_to_f32). A voxel's sum is bounded by
+// max|y| times that voxel's sum of the transpose's weights (the transpose of ones): `scale` puts
+// that bound at most at 2^30, so the sums and every partial sum's rounding stay in range. A quad
+// of the lean path is two such adds (half the fixed-point form's four).
+__device__ __forceinline__ unsigned long long packed_lo(float v, double scale) {
+    return (unsigned long long)(long long)__double2int_rn((double)v * scale);
+}
+__device__ __forceinline__ unsigned long long packed_hi(float v, double scale) {
+    return (unsigned long long)((long long)__double2int_rn((double)v * scale) << 32);
+}
+struct PackedSum {
+    unsigned long long* p;  // word k holds voxels 2k and 2k + 1
+    double scale;
+    static constexpr bool FIXED = false;
+    static constexpr bool PACKED = true;
+    __device__ __forceinline__ PackedSum at(u64 off) const { return PackedSum{p + off / 2, scale}; }
+    __device__ __forceinline__ void add(u64 i, float v) const {
+        if (v == 0.0f) return;
+        const unsigned long long w = (i & 1u) ? packed_hi(v, scale) : packed_lo(v, scale);
+        if (w != 0ull) atomicAdd(p + (i >> 1), w);
+    }
+    // Two quads' cells as two words (i even).
+    __device__ __forceinline__ void add4(u64 i, float a, float b, float c, float d) const {
+        const unsigned long long w0 = packed_lo(a, scale) + packed_hi(b, scale);
+        const unsigned long long w1 = packed_lo(c, scale) + packed_hi(d, scale);
+        if (w0 != 0ull) atomicAdd(p + (i >> 1), w0);
+        if (w1 != 0ull) atomicAdd(p + (i >> 1) + 1, w1);
+    }
+    __device__ __forceinline__ bool vector_aligned() const { return true; }
+};
+
+
 // The scale 2^e for data whose largest magnitude has the bits `ymax_bits`, so that sums bounded
 // by bound * max|y| stay below 2^62 (1 when the bound is not finite and positive).
-__device__ __forceinline__ double fixed_scale(double bound, unsigned ymax_bits) {
+__device__ __forceinline__ double fixed_scale(double bound, unsigned ymax_bits, int bits = 62) {
     const double b = bound * (double)__uint_as_float(ymax_bits);
     if (!(b > 0.0) || !(b < 1e300)) return 1.0;
     int e = 0;
     frexp(b, &e);  // b < 2^e
-    return ldexp(1.0, 62 - e);
+    return ldexp(1.0, bits - e);
 }
 
 template <bool COUNT, class Sum>
@@ -1019,7 +1057,9 @@ __device__ __forceinline__ void backward3_profile(const float* __restrict__ sino
         const bool live = g < total && chunk_ray(p, count, nseg, g, q);
         if (live) {
             {
-                const float y = data[((u64)q.view * (u64)p.nu + (u64)q.iu) * (u64)p.nv + (u64)q.iv];
+                // No data (`sino` null): the transpose of ones (the packed form's bound).
+                const float y = data != nullptr ? data[((u64)q.view * (u64)p.nu + (u64)q.iu) * (u64)p.nv + (u64)q.iv]
+                                                : 1.0f;
                 // Set up every ray (also where y = 0: the lean test needs each lane's track).
                 const bool hit = setup_ray(p, views, q.view, q.iu, q.iv, r);
                 if (hit && y != 0.0f) {
@@ -1123,6 +1163,21 @@ __device__ __forceinline__ void backward3_profile(const float* __restrict__ sino
                                     vol.add((u64)((m + k) * sa + jb * sb + gc), __fmul_rn(q, x == 0 ? w0 : tb));
                                 }
                             }
+                        } else if constexpr (Sum::PACKED) {
+                            float4* quad = reinterpret_cast<float4*>(prof + 64 * k) + ql;
+                            const float4 q = *quad;
+                            *quad = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                            const int gc = base + 4 * ql;
+                            if (gc >= lc && gc < lc + nc && (q.x != 0.0f || q.y != 0.0f || q.z != 0.0f || q.w != 0.0f)) {
+#pragma unroll
+                                for (int x = 0; x < 2; ++x) {
+                                    const int jb = ib + x;
+                                    if (jb < lb || jb >= lb + nb) continue;
+                                    const float wb = x == 0 ? w0 : tb;
+                                    vol.add4((u64)((m + k) * sa + jb * sb + gc), __fmul_rn(q.x, wb), __fmul_rn(q.y, wb),
+                                             __fmul_rn(q.z, wb), __fmul_rn(q.w, wb));
+                                }
+                            }
                         } else {
                             float4* quad = reinterpret_cast<float4*>(prof + 64 * k) + ql;
                             const float4 q = *quad;
@@ -1135,8 +1190,8 @@ __device__ __forceinline__ void backward3_profile(const float* __restrict__ sino
                                     const int jb = ib + x;
                                     if (jb < lb || jb >= lb + nb) continue;
                                     const float wb = x == 0 ? w0 : tb;
-                                    const float4 d = make_float4(__fmul_rn(q.x, wb), __fmul_rn(q.y, wb),
-                                                                 __fmul_rn(q.z, wb), __fmul_rn(q.w, wb));
+                                    const float4 d = make_float4(vol.q(__fmul_rn(q.x, wb)), vol.q(__fmul_rn(q.y, wb)),
+                                                                 vol.q(__fmul_rn(q.z, wb)), vol.q(__fmul_rn(q.w, wb)));
                                     float* row = dst + x * sb;
 #if __CUDA_ARCH__ >= 900
                                     atomicAdd(reinterpret_cast<float4*>(row), d);
@@ -1189,6 +1244,17 @@ joseph_backward3_profile_fixed_f32(const float* __restrict__ sino, unsigned long
                                    const double* __restrict__ views, RayParams p, int count, int seglen,
                                    double bound, const unsigned* __restrict__ ymax) {
     backward3_profile<4, false>(sino, FixedSum{acc, fixed_scale(bound, *ymax)}, views, p, count, seglen, nullptr, 1);
+}
+
+// The deterministic form with two voxels' 32-bit sums per 64-bit word (PackedSum) into `acc`
+// (zeroed; (n + 1) / 2 words), at fixed_scale(bound, *ymax, 30) with `bound` at least every
+// voxel's sum of weights (the transpose of ones); joseph_packed_to_f32 turns them into floats.
+extern "C" __global__ void __launch_bounds__(256)
+joseph_backward3_profile_packed_f32(const float* __restrict__ sino, unsigned long long* __restrict__ acc,
+                                    const double* __restrict__ views, RayParams p, int count, int seglen,
+                                    double bound, const unsigned* __restrict__ ymax) {
+    backward3_profile<4, false>(sino, PackedSum{acc, fixed_scale(bound, *ymax, 30)}, views, p, count, seglen, nullptr,
+                                1);
 }
 
 // Harness only: one plane per step (cone_512: 236 ms; two per step 225 ms; four 224 ms).
@@ -1666,6 +1732,23 @@ extern "C" __global__ void joseph_fixed_to_f32(const unsigned long long* __restr
     const double scale = fixed_scale(bound, bits);
     for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
         const float v = finite ? (float)((double)(long long)acc[i] / scale) : __uint_as_float(0x7fc00000u);
+        vol[i] = accumulate ? __fadd_rn(vol[i], v) : v;
+    }
+}
+
+// vol[i] = voxel i's sum in acc (PackedSum's words) / 2^e (or vol[i] += that, with
+// `accumulate`) for n voxels; NaN where the data were not finite.
+extern "C" __global__ void joseph_packed_to_f32(const unsigned long long* __restrict__ acc, float* __restrict__ vol,
+                                                u64 n, double bound, const unsigned* __restrict__ ymax,
+                                                int accumulate) {
+    const unsigned bits = *ymax;
+    const bool finite = bits < 0x7f800000u;
+    const double scale = fixed_scale(bound, bits, 30);
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
+        const unsigned long long w = acc[i >> 1];
+        const long long lo = (long long)(int)(unsigned)(w & 0xffffffffull);
+        const long long s = (i & 1u) ? (long long)(w - (unsigned long long)lo) >> 32 : lo;
+        const float v = finite ? (float)((double)s / scale) : __uint_as_float(0x7fc00000u);
         vol[i] = accumulate ? __fadd_rn(vol[i], v) : v;
     }
 }

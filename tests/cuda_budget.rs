@@ -104,8 +104,10 @@ fn pieces_equal_the_whole_transform_for_every_geometry() {
     // Under a sanitizer the cases may be shared out among processes (`RODL_TEST_SHARD`).
     for &case in common::shard(&common::ODL_CASES) {
         // From a budget that forces a few pieces down to one of many small ones.
-        // Under a sanitizer the smallest budget alone (many pieces: every piece kernel and copy).
-        for &div in common::sized(&[2u64, 5, 12][..], &[12][..]) {
+        // Under a sanitizer the largest budget alone: a few pieces still run every piece kernel
+        // and copy, where the smallest one's many pieces ran past 450 s per geometry under
+        // racecheck (one H100, 2026-12-07).
+        for &div in common::sized(&[2u64, 5, 12][..], &[2][..]) {
             let budget = budget_for(case, div);
             let (host, whole, pieces) = pair(case, Some(budget));
             let layout = pieces.pieces().unwrap();

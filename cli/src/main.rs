@@ -249,8 +249,18 @@ fn main() -> ExitCode {
             )));
         }
     };
+    // `--verbose`: the time at the end of `main`, after the outputs' commit and every drop,
+    // so that a timing can tell those from the process's start and exit.
+    let verbose = std::env::args_os()
+        .skip(1)
+        .any(|a| a == "-v" || a == "--verbose");
     match run(cli) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) => {
+            if let (true, Some(t)) = (verbose, stages::since_process_start()) {
+                term::note(&format!("rodl: end of main at {t:.3} s"));
+            }
+            ExitCode::SUCCESS
+        }
         Err(f) => report(&f),
     }
 }

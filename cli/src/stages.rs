@@ -18,6 +18,11 @@ pub fn mark_process_start() {
     let _ = PROCESS_START.set(Instant::now());
 }
 
+/// Seconds since the process's start, when that was marked ([`mark_process_start`]).
+pub fn since_process_start() -> Option<f64> {
+    PROCESS_START.get().map(|t| t.elapsed().as_secs_f64())
+}
+
 /// Seconds per named stage, in the order the stages first ran. Device work is synchronised at
 /// the end of each stage, so that a GPU's queued work counts where it was launched.
 pub struct Stages {

@@ -13,8 +13,10 @@
 //! * `backproject` and `fbp`: a reader thread reads group after group from the input file
 //!   (positioned reads by all cores, finite values checked) while the main thread uploads the
 //!   previous group and adds its back-projection (for FBP: of its filtered rows,
-//!   [`rodl::tomo::fbp_ops_views`], the whole scan's filter and weights restricted to the group)
-//!   into the volume. The device's set-up runs beside the first reads. The volume is then
+//!   [`rodl::tomo::FbpViews`], the whole scan's filter and weights restricted to the group)
+//!   into the volume. The device's set-up runs beside the first reads, and the groups'
+//!   operators (for FBP their filters) are built on a thread of their own beside the
+//!   back-projection of the groups before them. The volume is then
 //!   copied down and written slab by slab ([`write_slabs`]), each slab's write beside the next
 //!   slab's copy.
 //!
@@ -23,12 +25,12 @@
 //! to the rounding of that sum (float32: ≤ 1e-6 relative).
 
 use std::ops::Range;
-use std::sync::mpsc::sync_channel;
+use std::sync::mpsc::{sync_channel, SyncSender};
 use std::time::Instant;
 
 use ndarray::ArrayD;
 use rodl::tomo::split::{piece_transform, Piece};
-use rodl::tomo::{fbp_ops_views, FbpOptions, RayTransform};
+use rodl::tomo::{FbpOptions, FbpViews, RayTransform};
 use rodl::{Device, Element, LinOp, LinearOperator, Operator, Scalar};
 
 use crate::commands::{Compute, Setup, OVERFLOW_HINT};
@@ -309,7 +311,7 @@ pub fn back<T: NpyScalar>(
     let start = Instant::now();
     let bytes = device_bytes::<T>(setup, groups, true);
     let stage = how.stage();
-    let (volume, read, (set, device), busy) = std::thread::scope(|s| {
+    let (volume, read, set, busy) = std::thread::scope(|s| {
         let (tx, rx) = sync_channel::<Result<Vec<T>, Failure>>(1);
         let reading = s.spawn(move || {
             let mut seconds = 0.0;
@@ -331,33 +333,51 @@ pub fn back<T: NpyScalar>(
             if !fits_on_device(compute, bytes)? {
                 return Ok(None);
             }
-            let rays = group_transforms::<T>(setup, compute, groups)?;
-            Ok(Some(back_operators(&rays, groups, setup, how)?))
+            Ok(Some(group_transforms::<T>(setup, compute, groups)?))
         });
         let set = t.elapsed().as_secs_f64();
         let mut busy = 0.0;
-        let volume = made.and_then(|ops| match ops {
-            Some(ops) => Ok(Some(add_groups(&ops, rx.iter(), &mut busy)?)),
+        let mut built = Ok(0.0);
+        let volume = made.and_then(|rays| match rays {
+            // The groups' operators (for FBP their filters: cuFFT plans, weights) are built
+            // on a thread of their own, each handed over as it is ready, beside the
+            // back-projection of the groups before it.
+            Some(rays) => std::thread::scope(|b| {
+                let (op_tx, op_rx) = sync_channel::<Result<LinOp<T>, Failure>>(groups.len());
+                let building = b.spawn(move || back_operators(&rays, groups, setup, how, &op_tx));
+                let volume = add_groups(op_rx.iter(), rx.iter(), &mut busy);
+                drop(op_rx);
+                built = building
+                    .join()
+                    .map_err(|_| Failure::new("internal error: the operators' thread panicked"));
+                volume.map(Some)
+            }),
             None => Ok(None),
         });
         drop(rx);
         let read = reading.join();
-        (volume, read, (set, device), busy)
+        (volume, read, (set, device, built), busy)
     });
+    let (set, device, built) = set;
     let read = read.map_err(|_| Failure::new("internal error: the reading thread panicked"))?;
     let Some(volume) = volume? else {
         return Ok(None);
     };
+    let built = built?;
     stages.add("set-up", set);
     stages.annotate(
         "set-up",
         format!(
-            "device {device:.3} s, the groups' operators {:.3} s",
+            "device {device:.3} s, the groups' ray transforms {:.3} s",
             set - device
         ),
     );
     stages.add("read", read);
     stages.add(stage, busy);
+    stages.annotate(
+        stage,
+        format!("the groups' operators built beside it in {built:.3} s"),
+    );
     let done = match output {
         None => {
             stages.annotate(
@@ -395,20 +415,17 @@ pub fn back<T: NpyScalar>(
 /// Adds the back-projections `ops[k]` of the groups' data `rows` (as they arrive) into one
 /// volume on the device; `busy` gets the time spent.
 fn add_groups<T: Scalar>(
-    ops: &[LinOp<T>],
+    ops: impl Iterator<Item = Result<LinOp<T>, Failure>>,
     rows: impl Iterator<Item = Result<Vec<T>, Failure>>,
     busy: &mut f64,
 ) -> Result<Element<T>, Failure> {
-    let space = ops
-        .first()
-        .ok_or_else(|| Failure::new("internal error: no view groups"))?
-        .range()
-        .clone();
     let mut volume: Option<Element<T>> = None;
     let mut scratch: Option<Element<T>> = None;
-    for (op, rows) in ops.iter().zip(rows) {
+    for (op, rows) in ops.zip(rows) {
         let rows = rows?;
         let t = Instant::now();
+        let op = op?;
+        let space = op.range();
         let data = op.domain().element_from_vec(rows)?;
         match volume.as_mut() {
             None => volume = Some(op.apply(&data)?),
@@ -526,26 +543,41 @@ fn host_buffer<T: Scalar>(n: usize) -> Result<Vec<T>, Failure> {
     Ok(v)
 }
 
-/// The operators that take a group's data to its share of the volume: the adjoints of `rays`,
-/// or their FBPs restricted to the groups' views (the whole scan's filter and weights prepared
-/// once for all groups).
+/// The operators that take a group's data to its share of the volume, sent to `ops` in the
+/// groups' order as each is built: the adjoints of `rays`, or their FBPs restricted to the
+/// groups' views (the whole scan's filter and weights prepared once for all groups,
+/// [`FbpViews`]). Stops at the first failure (sent) or when the receiver is gone; returns the
+/// seconds spent.
 fn back_operators<T: Scalar>(
     rays: &[RayTransform<T>],
     groups: &[Range<usize>],
     setup: &Setup,
     how: Back<'_>,
-) -> Result<Vec<LinOp<T>>, Failure> {
-    Ok(match how {
-        Back::Adjoint => rays
-            .iter()
-            .map(|ray| ray.adjoint())
-            .collect::<rodl::Result<_>>()?,
-        Back::Fbp(options) => {
-            let refs: Vec<&dyn LinearOperator<T>> =
-                rays.iter().map(|r| r as &dyn LinearOperator<T>).collect();
-            fbp_ops_views(&refs, &setup.geometry, groups, options)?
+    ops: &SyncSender<Result<LinOp<T>, Failure>>,
+) -> f64 {
+    let t = Instant::now();
+    let fbp = match how {
+        Back::Adjoint => Ok(None),
+        Back::Fbp(options) => FbpViews::new(&setup.geometry, options).map(Some),
+    };
+    let fbp = match fbp {
+        Ok(f) => f,
+        Err(e) => {
+            let _ = ops.send(Err(e.into()));
+            return t.elapsed().as_secs_f64();
         }
-    })
+    };
+    for (ray, views) in rays.iter().zip(groups) {
+        let op = match &fbp {
+            None => ray.adjoint(),
+            Some(f) => f.op(ray, views),
+        };
+        let failed = op.is_err();
+        if ops.send(op.map_err(Failure::from)).is_err() || failed {
+            break;
+        }
+    }
+    t.elapsed().as_secs_f64()
 }
 
 #[cfg(test)]

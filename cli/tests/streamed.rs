@@ -103,11 +103,13 @@ fn groups_equal_one_group(spec: &str, tag: &str, seed: u64) {
                 err.contains(&format!("{groups} view groups")),
                 "{command}: {err}"
             );
-            // The back-projections' set-up names its parts: the device's start and the
-            // groups' operators.
+            // The back-projections' set-up names its parts (the device's start and the
+            // groups' ray transforms), and their compute the operators built beside it.
             if command != "project" {
                 assert!(
-                    err.contains(" s, the groups' operators ") && err.contains("(device "),
+                    err.contains(" s, the groups' ray transforms ")
+                        && err.contains("(device ")
+                        && err.contains("(the groups' operators built beside it in "),
                     "{command}: {err}"
                 );
             }

@@ -64,9 +64,13 @@ pub struct CpuOptions {
 /// them in order, and the scattering transposes add 64-bit fixed-point integers (integer adds
 /// are associative), at a scale bounded so that no sum overflows (rounding far below f32's) —
 /// in 3D through the default transpose's shared-memory profiles, one integer add per profile
-/// cell (about twice the default transpose's time on cone_512, an H100).
-/// The fixed-point transpose takes 8 bytes per voxel of scratch device memory during a call
-/// (not counted in the budget), and batches of 3D and fan-beam transforms run entry by entry.
+/// cell. In 3D (32-bit voxel indices) two voxels' 32-bit sums share a 64-bit word, bounded by
+/// the largest voxel of the transpose of ones, which the first call computes (one more
+/// transpose) and the operator keeps: 1.8 times the default transpose's time on cone_512 (an
+/// H100, kernel harness), 4 bytes per voxel of scratch device memory during a call; otherwise
+/// 64-bit sums per voxel (2.0 times, 8 bytes per voxel, also for the first call's bound). The
+/// scratch is not counted in the budget, and batches of 3D and fan-beam transforms run entry
+/// by entry.
 /// `benches/README.md` has the cost; `rodl.torch` turns it on when
 /// `torch.use_deterministic_algorithms(True)` is set.
 ///

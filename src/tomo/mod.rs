@@ -28,7 +28,7 @@ pub mod split;
 pub use backend::{Backend, BackendOptions, CpuOptions, CudaKindOptions, CudaOptions, PieceLayout};
 pub use fbp::{
     fbp_filter_op, fbp_op, fbp_op_views, fbp_op_with, fbp_ops_views, FbpFilter, FbpOptions,
-    FilterType, GpuFilterMethod,
+    FbpViews, FilterType, GpuFilterMethod,
 };
 pub use geometry::{
     cone_beam_geometry, parallel_beam_geometry, Beam, CurvatureSpec, Detector, DetectorFrame,

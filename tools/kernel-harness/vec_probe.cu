@@ -8,6 +8,7 @@
 #include "../../kernels/ray_joseph.cu"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +18,42 @@
 #include "harness_data.h"
 #include "harness_time.cuh"
 
+
+// QuantSum (probe): float atomics of contributions rounded to integers at `scale`, whose
+// sums stay within 2^24 (bound at most 2^23): every partial sum is exact, so the order does not
+// matter; 24 bits of the bound.
+struct QuantSum {
+    float* p;
+    double scale;
+    static constexpr bool FIXED = false;
+    static constexpr bool PACKED = false;
+    __device__ __forceinline__ QuantSum at(u64 off) const { return QuantSum{p + off, scale}; }
+    __device__ __forceinline__ float q(float v) const { return (float)__double2int_rn((double)v * scale); }
+    __device__ __forceinline__ void add(u64 i, float v) const {
+        const float t = q(v);
+        if (t != 0.0f) atomicAdd(p + i, t);
+    }
+    __device__ __forceinline__ bool vector_aligned() const { return (reinterpret_cast<u64>(p) & 15u) == 0u; }
+};
+
+// Probe: float atomics of integer-rounded contributions (QuantSum) into `vol` (zeroed),
+// at fixed_scale(bound, *ymax, 23); joseph_quant_to_f32 scales them back in place.
+__global__ void __launch_bounds__(256)
+joseph_backward3_profile_quant_f32(const float* __restrict__ sino, float* __restrict__ vol,
+                                   const double* __restrict__ views, RayParams p, int count, int seglen,
+                                   double bound, const unsigned* __restrict__ ymax) {
+    backward3_profile<4, false>(sino, QuantSum{vol, fixed_scale(bound, *ymax, 23)}, views, p, count, seglen, nullptr,
+                                1);
+}
+
+// Probe: vol[i] /= 2^e in place (QuantSum's integers back to the transpose's scale).
+__global__ void joseph_quant_to_f32(float* __restrict__ vol, u64 n, double bound, const unsigned* __restrict__ ymax) {
+    const unsigned bits = *ymax;
+    const bool finite = bits < 0x7f800000u;
+    const double scale = fixed_scale(bound, bits, 23);
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
+        vol[i] = finite ? (float)((double)vol[i] / scale) : __uint_as_float(0x7fc00000u);
+}
 
 // Lean transpose: a warp whose 32 rays share their b track (bit-identical fb0, sb: one detector
 // column of a circular cone) and whose c positions are strictly increasing by more than one cell
@@ -498,6 +535,58 @@ int main(int argc, char** argv) {
                 printf("%s: deterministic profile transpose (fixed point) seg %d: %.2f ms against %.2f ms (%.2fx), two runs %s, rel to profile %.2e, adjoint err %.2e\n",
                        c.name.c_str(), sl, td, to, td / to, same ? "bit-identical" : "DIFFER", rel(d1, v),
                        fabs(lhs - dot(x, d1)) / fabs(lhs));
+                // The packed form (two voxels' 32-bit sums per 64-bit word) and the quantized float
+                // probe, both bounded by the largest voxel of the transpose of ones (computed
+                // once, by the 64-bit fixed-point profile transpose).
+                float* dones; unsigned* done_bits;
+                CK(cudaMalloc(&dones, nsino * 4)); CK(cudaMalloc(&done_bits, 4));
+                {
+                    std::vector<float> h1(nsino, 1.0f);
+                    CK(cudaMemcpy(dones, h1.data(), nsino * 4, cudaMemcpyHostToDevice));
+                    const unsigned one = 0x3f800000u;
+                    CK(cudaMemcpy(done_bits, &one, 4, cudaMemcpyHostToDevice));
+                }
+                auto tcov0 = std::chrono::steady_clock::now();
+                CK(cudaMemsetAsync(dacc, 0, nvol * 8));
+                joseph_backward3_profile_fixed_f32<<<dim3((unsigned)((nthreads * nseg + 255) / 256)), 256>>>(
+                    dones, dacc, dviews, p, count, sl, bound, done_bits);
+                joseph_fixed_to_f32<<<grid_for_n(nvol), 256>>>(dacc, dvol, (u64)nvol, bound, done_bits, 0);
+                CK(cudaMemsetAsync(dymax, 0, 4));
+                joseph_absmax_f32<<<grid_for_n(nvol), 256>>>(dvol, (u64)nvol, dymax);
+                unsigned covbits = 0; CK(cudaMemcpy(&covbits, dymax, 4, cudaMemcpyDeviceToHost));
+                const double tcov = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - tcov0).count();
+                float covmax; std::memcpy(&covmax, &covbits, 4);
+                const double pbound = (double)covmax * (1.0 + 1.0 / 1024.0);
+                printf("%s: transpose of ones: max %.6g (fixed-point bound %.6g, %.0fx), %.1f ms once\n", c.name.c_str(),
+                       covmax, bound, bound / covmax, tcov);
+                const dim3 pg((unsigned)((nthreads * nseg + 255) / 256));
+                auto bk = [&] {
+                    CK(cudaMemsetAsync(dymax, 0, 4)); CK(cudaMemsetAsync(dacc, 0, ((nvol + 1) / 2) * 8));
+                    joseph_absmax_f32<<<grid_for_n(nsino), 256>>>(dy, (u64)nsino, dymax);
+                    joseph_backward3_profile_packed_f32<<<pg, 256>>>(dy, dacc, dviews, p, count, sl, pbound, dymax);
+                    joseph_packed_to_f32<<<grid_for_n(nvol), 256>>>(dacc, dvol, (u64)nvol, pbound, dymax, 0);
+                };
+                auto bq = [&] {
+                    CK(cudaMemsetAsync(dymax, 0, 4)); CK(cudaMemsetAsync(dvol, 0, nvol * 4));
+                    joseph_absmax_f32<<<grid_for_n(nsino), 256>>>(dy, (u64)nsino, dymax);
+                    joseph_backward3_profile_quant_f32<<<pg, 256>>>(dy, dvol, dviews, p, count, sl, pbound, dymax);
+                    joseph_quant_to_f32<<<grid_for_n(nvol), 256>>>(dvol, (u64)nvol, pbound, dymax);
+                };
+                for (int variant = 0; variant < 2; ++variant) {
+                    auto go = [&] { if (variant == 0) bk(); else bq(); };
+                    go(); CK(cudaGetLastError()); CK(cudaDeviceSynchronize());
+                    const double tv = time_ms(go, reps);
+                    CK(cudaMemcpy(d1.data(), dvol, nvol * 4, cudaMemcpyDeviceToHost));
+                    go(); CK(cudaDeviceSynchronize());
+                    CK(cudaMemcpy(d2.data(), dvol, nvol * 4, cudaMemcpyDeviceToHost));
+                    const bool vs = std::memcmp(d1.data(), d2.data(), nvol * 4) == 0;
+                    const double to2 = time_ms(bo, reps);
+                    const Diff dd = diff(d1, v);
+                    printf("%s: deterministic profile transpose (%s) seg %d: %.2f ms against %.2f ms (%.2fx), two runs %s, rel to profile %.2e (max %.2e), adjoint err %.2e\n",
+                           c.name.c_str(), variant == 0 ? "packed 32-bit pairs" : "probe: integer floats, float4 atomics", sl,
+                           tv, to2, tv / to2, vs ? "bit-identical" : "DIFFER", dd.l2, dd.max, fabs(lhs - dot(x, d1)) / fabs(lhs));
+                }
+                CK(cudaFree(dones)); CK(cudaFree(done_bits));
                 CK(cudaFree(dacc)); CK(cudaFree(dymax));
             }
         }

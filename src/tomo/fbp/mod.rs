@@ -361,14 +361,73 @@ pub fn fbp_ops_views<T: Scalar>(
             groups.len()
         )));
     }
-    let n = geometry.vec().num_views();
-    for (ray_trafo, views) in ray_trafos.iter().zip(groups) {
-        if views.start >= views.end || views.end > n {
+    let views = FbpViews::new(geometry, options)?;
+    ray_trafos
+        .iter()
+        .zip(groups)
+        .map(|(ray_trafo, group)| views.op(*ray_trafo, group))
+        .collect()
+}
+
+/// The operators of [`fbp_ops_views`] one group at a time: the whole scan's filter, weights and
+/// plan prepared once by [`FbpViews::new`], each group's operator built by [`FbpViews::op`] when
+/// the caller wants it (for example on a thread of its own, beside the groups already being
+/// reconstructed). `FbpViews` is `Send` and `Sync`.
+///
+/// ```
+/// use rodl::tomo::{fbp_op, parallel_beam_geometry, Backend, FbpOptions, FbpViews, RayTransform};
+/// use rodl::{uniform_discr, Operator};
+/// let space = uniform_discr::<f64>(&[-1.0, -1.0], &[1.0, 1.0], &[24, 24])?;
+/// let geometry = parallel_beam_geometry(&space, Some(30))?;
+/// let ray = RayTransform::new(space.clone(), geometry.clone(), Backend::default())?;
+/// let y = ray.apply(&space.one()?)?;
+/// let whole = fbp_op(&ray, &FbpOptions::default())?.apply(&y)?;
+/// let views = FbpViews::new(&geometry, &FbpOptions::default())?;
+/// let mut sum = space.zero()?;
+/// for group in [0..10, 10..30] {
+///     let part = RayTransform::new(space.clone(), geometry.select_views(group.clone())?, Backend::default())?;
+///     let rows = y.as_slice()?[group.start * 35..group.end * 35].to_vec();
+///     let x = views.op(&part, &group)?.apply(&part.range().element_from_vec(rows)?)?;
+///     space.lincomb(1.0, &sum.try_clone()?, 1.0, &x, &mut sum)?;
+/// }
+/// assert!(space.dist(&sum, &whole)? <= 1e-12 * space.norm(&whole)?);
+/// # Ok::<(), rodl::Error>(())
+/// ```
+pub struct FbpViews {
+    /// The scan's number of views and data shape (for the checks of [`FbpViews::op`]).
+    views: usize,
+    data_shape: Vec<usize>,
+    prepared: (setup::Setup, weights::FbpPlan, Arc<filter::RowFilter>),
+}
+
+impl FbpViews {
+    /// Prepares the whole scan's filter, weights and plan for `geometry` with `options`.
+    /// Errors as [`fbp_op_with`] does for the geometry and options.
+    pub fn new(geometry: &Geometry, options: &FbpOptions) -> Result<FbpViews> {
+        // The set-up needs only the data's shape (a host space of it, for the checks).
+        let whole = crate::Space::<f64>::from_partition(geometry.data_partition().clone());
+        Ok(FbpViews {
+            views: geometry.vec().num_views(),
+            data_shape: geometry.data_shape(),
+            prepared: operator::prepare(&whole, geometry, options, true)?,
+        })
+    }
+
+    /// The FBP operator of the views `views` of the scan, for `ray_trafo`, the ray transform
+    /// of those views (as [`fbp_op_views`]). Errors when the range is empty or outside the
+    /// scan's views, or when the ray transform's data do not have the group's shape.
+    pub fn op<T: Scalar>(
+        &self,
+        ray_trafo: &dyn LinearOperator<T>,
+        views: &Range<usize>,
+    ) -> Result<LinOp<T>> {
+        if views.start >= views.end || views.end > self.views {
             return Err(Error::invalid(format!(
-                "fbp_op_views: the view range {views:?} is empty or not within 0..{n}"
+                "fbp_op_views: the view range {views:?} is empty or not within 0..{}",
+                self.views
             )));
         }
-        let mut want = geometry.data_shape();
+        let mut want = self.data_shape.clone();
         want[0] = views.len();
         let data = ray_trafo.range();
         if data.shape()? != want.as_slice() {
@@ -378,15 +437,8 @@ pub fn fbp_ops_views<T: Scalar>(
                 data.shape()?,
             ));
         }
+        views_op(ray_trafo, views, &self.prepared)
     }
-    // The whole scan's set-up and plan, on a host space of its data shape (for the checks).
-    let whole = crate::Space::<T>::from_partition(geometry.data_partition().clone());
-    let prepared = operator::prepare(&whole, geometry, options, true)?;
-    ray_trafos
-        .iter()
-        .zip(groups)
-        .map(|(ray_trafo, views)| views_op(*ray_trafo, views, &prepared))
-        .collect()
 }
 
 /// The operator of [`fbp_op_views`] for the views `views` (checked), from the whole scan's

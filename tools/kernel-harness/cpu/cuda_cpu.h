@@ -145,6 +145,7 @@ inline float __fsub_rn(float a, float b) { return a - b; }
 inline float __fmul_rn(float a, float b) { return a * b; }
 inline int __float2int_rz(float a) { return (int)a; }
 inline int __float2int_rd(float a) { return (int)std::floor(a); }
+inline int __double2int_rn(double a) { return (int)std::nearbyint(a); }  // the default mode: to nearest even
 inline unsigned __float_as_uint(float a) { return cpu_cuda::unbits<unsigned>(cpu_cuda::bits(a)); }
 inline float __uint_as_float(unsigned a) { return cpu_cuda::unbits<float>(cpu_cuda::bits(a)); }
 inline int __float_as_int(float a) { return cpu_cuda::unbits<int>(cpu_cuda::bits(a)); }

@@ -287,6 +287,42 @@ static bool fixed_transpose_check(const Geo& g, const std::vector<float>& y, con
         printf("  deterministic profile transpose: two runs %s; vs production %.1e (max %.1e)\n",
                psame ? "bit-identical" : "DIFFER", pd.l2, pd.max);
         ok = ok && psame && pd.l2 <= 1e-6;
+        // The packed form (joseph_backward3_profile_packed_f32, two voxels' 32-bit sums per
+        // word): its bound is the largest voxel of the transpose of ones, taken from the 64-bit
+        // fixed-point profile transpose as src/backend/cuda/ray.rs does.
+        std::vector<float> ones(nsino, 1.0f), cov(nvox);
+        {
+            std::vector<unsigned long long> acc(nvox, 0ull);
+            const unsigned one = 0x3f800000u;
+            cpu_cuda::launch(cur::stride_grid(pthreads), dim3(256), 0, cur::joseph_backward3_profile_fixed_f32,
+                             (const float*)ones.data(), acc.data(), g.views.data(), p, p.nviews, cur::seglen3, bound,
+                             &one);
+            cpu_cuda::launch(cur::stride_grid(nvox), dim3(256), 0, cur::joseph_fixed_to_f32,
+                             (const unsigned long long*)acc.data(), cov.data(), (cur::u64)nvox, bound, &one, 0);
+        }
+        double cmax = 0.0;
+        for (float v : cov) cmax = std::max(cmax, (double)v);
+        const double pbound = cmax * (1.0 + 1.0 / 1024.0);
+        auto run_packed = [&](std::vector<float>& out) {
+            std::vector<unsigned long long> acc((nvox + 1) / 2, 0ull);
+            unsigned ymax = 0u;
+            cpu_cuda::launch(cur::stride_grid(nsino), dim3(256), 0, cur::joseph_absmax_f32, y.data(), (cur::u64)nsino,
+                             &ymax);
+            cpu_cuda::launch(cur::stride_grid(pthreads), dim3(256), 0, cur::joseph_backward3_profile_packed_f32,
+                             y.data(), acc.data(), g.views.data(), p, p.nviews, cur::seglen3, pbound,
+                             (const unsigned*)&ymax);
+            cpu_cuda::launch(cur::stride_grid(nvox), dim3(256), 0, cur::joseph_packed_to_f32,
+                             (const unsigned long long*)acc.data(), out.data(), (cur::u64)nvox, pbound,
+                             (const unsigned*)&ymax, 0);
+        };
+        std::vector<float> f(nvox), h(nvox);
+        run_packed(f);
+        run_packed(h);
+        const bool ksame = std::memcmp(f.data(), h.data(), nvox * sizeof(float)) == 0;
+        const Diff kd = diff(f, vc);
+        printf("  deterministic packed transpose: two runs %s; vs production %.1e (max %.1e)\n",
+               ksame ? "bit-identical" : "DIFFER", kd.l2, kd.max);
+        ok = ok && ksame && kd.l2 <= 1e-6;
     }
     return ok;
 }
