@@ -660,7 +660,15 @@ impl CudaRay {
                 unsafe { b.launch(cfg) }.map_err(driver_err(name))?;
             }
         }
-        self.fixed_to_f32(acc_at, vol, voxels, bound, ymax_at, accumulate)
+        self.sums_to_f32(
+            "joseph_fixed_to_f32",
+            acc_at,
+            vol,
+            voxels,
+            bound,
+            ymax_at,
+            accumulate,
+        )
     }
 
     /// Whether the deterministic transpose may pack two voxels' sums per word: 3D with 32-bit
@@ -750,7 +758,15 @@ impl CudaRay {
         let name = "joseph_backward3_profile_fixed_f32";
         // SAFETY: `acc` is this piece's scratch shifted back by its first cells; no data.
         unsafe { self.profile3(name, 0, kernel_acc, bound, one_at)? };
-        self.fixed_to_f32(acc_at, vol, voxels, bound, one_at, false)?;
+        self.sums_to_f32(
+            "joseph_fixed_to_f32",
+            acc_at,
+            vol,
+            voxels,
+            bound,
+            one_at,
+            false,
+        )?;
         self.absmax(vol, voxels, top_at)?;
         let bits = stream
             .clone_dtoh(&top)
@@ -793,27 +809,16 @@ impl CudaRay {
         // SAFETY: `acc` holds the piece's voxels in pairs, shifted back as the volume is.
         unsafe { self.profile3(name, sino, kernel_acc, bound, ymax_at)? };
         let name = "joseph_packed_to_f32";
-        let f = self.ctx.function(&RAY, name)?;
-        let mut b = stream.launch_builder(&f);
-        let nv = voxels as u64;
-        let add = i32::from(accumulate);
-        b.arg(&acc_at)
-            .arg(&vol)
-            .arg(&nv)
-            .arg(&bound)
-            .arg(&ymax_at)
-            .arg(&add);
-        // SAFETY: (const unsigned long long* acc, float* vol, unsigned long long n, double
-        // bound, const unsigned* ymax, int accumulate): `acc` holds the piece's voxels in
-        // pairs, `vol` its `voxels` values; grid-stride.
-        unsafe { b.launch(self.ctx.launch_cfg(voxels)) }.map_err(driver_err(name))?;
-        Ok(())
+        self.sums_to_f32(name, acc_at, vol, voxels, bound, ymax_at, accumulate)
     }
 
-    /// `vol = acc / scale` (or `vol +=` with `accumulate`) over `voxels` values
-    /// (`joseph_fixed_to_f32`): the fixed-point sums of [`Self::transpose_fixed`] as floats.
-    fn fixed_to_f32(
+    /// `vol = acc / scale` (or `vol +=` with `accumulate`) over `voxels` values: the
+    /// fixed-point sums of [`Self::transpose_fixed`] as floats (`joseph_fixed_to_f32`), or of
+    /// [`Self::transpose_packed`] (`joseph_packed_to_f32`, `acc` holding the voxels in pairs).
+    #[allow(clippy::too_many_arguments)]
+    fn sums_to_f32(
         &self,
+        name: &str,
         acc_at: u64,
         vol: u64,
         voxels: usize,
@@ -821,7 +826,6 @@ impl CudaRay {
         ymax_at: u64,
         accumulate: bool,
     ) -> Result<()> {
-        let name = "joseph_fixed_to_f32";
         let f = self.ctx.function(&RAY, name)?;
         let stream = &self.ctx.stream();
         let mut b = stream.launch_builder(&f);
@@ -834,8 +838,9 @@ impl CudaRay {
             .arg(&ymax_at)
             .arg(&add);
         // SAFETY: (const unsigned long long* acc, float* vol, unsigned long long n, double
-        // bound, const unsigned* ymax, int accumulate): `acc` and `vol` hold the piece's
-        // `voxels` values; grid-stride.
+        // bound, const unsigned* ymax, int accumulate), for both kernels: `acc` holds the
+        // piece's `voxels` sums (64-bit each, or two per word), `vol` its `voxels` values;
+        // grid-stride.
         unsafe { b.launch(self.ctx.launch_cfg(voxels)) }.map_err(driver_err(name))?;
         Ok(())
     }
