@@ -128,6 +128,16 @@ pub(crate) struct CudaRay {
     packed: OnceLock<Option<f64>>,
 }
 
+/// How [`CudaRay::scatter_sums`] launches a fixed-point transpose.
+#[derive(Clone, Copy)]
+enum SumOrder {
+    /// The 3D profile transposes: the default transpose's threads, ordered launch.
+    Profile,
+    /// `joseph_backward_fixed_f32`: in the chunked order (ordered launch) or one thread per
+    /// (segment, ray) (grid-stride).
+    Scatter { chunked: bool },
+}
+
 impl Drop for CudaRay {
     fn drop(&mut self) {
         // The geometry buffer is freed on this thread: make the device current first.
@@ -250,7 +260,14 @@ impl CudaRay {
         output: u64,
         extra: &[i32],
     ) -> Result<()> {
-        self.launch_with(name, self.ctx.launch_cfg(threads), input, output, extra)
+        self.launch_with(
+            name,
+            self.ctx.launch_cfg(threads),
+            input,
+            output,
+            extra,
+            None,
+        )
     }
 
     /// [`Self::launch`] with one block per 256 of the `threads` (the chunked kernels, whose
@@ -269,9 +286,12 @@ impl CudaRay {
             input,
             output,
             extra,
+            None,
         )
     }
 
+    /// Launches kernel `name` in `cfg` on `(input, output, views, params, count, extra…)`,
+    /// followed by `(bound, ymax)` for the fixed-point transposes (`sums`).
     fn launch_with(
         &self,
         name: &str,
@@ -279,6 +299,7 @@ impl CudaRay {
         input: u64,
         output: u64,
         extra: &[i32],
+        sums: Option<(f64, u64)>,
     ) -> Result<()> {
         let f = self.ctx.function(&RAY, name)?;
         let stream = &self.ctx.stream();
@@ -292,10 +313,15 @@ impl CudaRay {
         for e in extra {
             b.arg(e);
         }
+        if let Some((bound, ymax)) = &sums {
+            b.arg(bound).arg(ymax);
+        }
         // SAFETY: the kernel's signature is (const float*, float*, const double*, RayParams, int)
-        // followed by the ints `extra` for the kernels that take them (the pointers are passed
-        // as their 64-bit device addresses); the buffers hold the volume and the data of this
-        // geometry (checked by the caller).
+        // followed by the ints `extra` for the kernels that take them and, for the fixed-point
+        // transposes, (double bound, const unsigned* ymax) (the pointers are passed as their
+        // 64-bit device addresses; a fixed-point transpose's output is its scratch of integer
+        // sums); the buffers hold the volume and the data of this geometry (checked by the
+        // caller).
         unsafe { b.launch(cfg) }.map_err(driver_err(name))?;
         Ok(())
     }
@@ -612,63 +638,50 @@ impl CudaRay {
             }
         }
         let stream = &self.ctx.stream();
-        let acc = self.ctx.alloc_raw::<u64>(voxels)?;
         let ymax = self.ctx.alloc_raw::<u32>(1)?;
-        let (acc_at, _a) = acc.device_ptr(stream);
         let (ymax_at, _m) = ymax.device_ptr(stream);
-        self.zero(acc_at, 2 * voxels, "clearing the fixed-point sums")?;
         self.absmax(sino, self.rays(), ymax_at)?;
+        // SAFETY: as this function's; `ymax` holds max|y|.
+        unsafe { self.transpose_fixed64(sino, ymax_at, vol, voxels, accumulate) }
+    }
+
+    /// The 64-bit form of [`Self::transpose_fixed`] with `max|y|` at `ymax_at` (`sino` 0 for the
+    /// transpose of ones, in 3D with 32-bit indices): a zeroed scratch of 64-bit sums, the
+    /// fixed-point transpose at the scale that [`Self::fixed_bound`] keeps in range, the sums
+    /// into `vol` as floats (`+=` with `accumulate`).
+    ///
+    /// # Safety
+    /// As [`Self::forward_raw`]; `ymax_at` one word of this context.
+    unsafe fn transpose_fixed64(
+        &self,
+        sino: u64,
+        ymax_at: u64,
+        vol: u64,
+        voxels: usize,
+        accumulate: bool,
+    ) -> Result<()> {
+        let stream = &self.ctx.stream();
+        let acc = self.ctx.alloc_raw::<u64>(voxels)?;
+        let (acc_at, _a) = acc.device_ptr(stream);
+        self.zero(acc_at, 2 * voxels, "clearing the fixed-point sums")?;
         let bound = self.fixed_bound();
         let kernel_acc = acc_at.wrapping_sub(self.lo_offset() * 8);
-        if self.params.ndim == 3 && self.fits_i32() {
+        let (name, order) = if self.params.ndim == 3 && self.fits_i32() {
             // The default transpose's warps and profiles, added in fixed point (its threads,
             // launched as it is).
-            let name = "joseph_backward3_profile_fixed_f32";
-            // SAFETY: `acc` is this piece's scratch of 64-bit sums shifted back by its first
-            // cells as the volume is, `sino` this geometry's data.
-            unsafe { self.profile3(name, sino, kernel_acc, bound, ymax_at)? };
+            ("joseph_backward3_profile_fixed_f32", SumOrder::Profile)
         } else {
             // Every tap scattered, in the chunked order of the other chunked kernels where
             // there are enough rows.
-            let (threads, cfg, chunked) =
-                if self.params.ndim == 3 && self.params.nv as usize >= CHUNK_ROWS {
-                    let t = self.chunked_rays() * self.segments(SEGMENT_PLANES);
-                    (t, self.ctx.launch_cfg_ordered(t), 1i32)
-                } else {
-                    let t = self.rays() * self.segments(SEGMENT_PLANES);
-                    (t, self.ctx.launch_cfg(t), 0i32)
-                };
-            if threads > 0 {
-                let name = "joseph_backward_fixed_f32";
-                let f = self.ctx.function(&RAY, name)?;
-                let mut b = stream.launch_builder(&f);
-                let count = self.params.nviews;
-                b.arg(&sino)
-                    .arg(&kernel_acc)
-                    .arg(&self.views)
-                    .arg(&self.params)
-                    .arg(&count)
-                    .arg(&SEGMENT_PLANES)
-                    .arg(&chunked)
-                    .arg(&bound)
-                    .arg(&ymax_at);
-                // SAFETY: (const float* sino, unsigned long long* acc, const double* views,
-                // RayParams, int count, int seglen, int chunked, double bound, const unsigned*
-                // ymax); `acc` is this piece's scratch shifted back by its first cells as the
-                // volume is (the kernels touch only the piece's cells), `sino` this geometry's
-                // data.
-                unsafe { b.launch(cfg) }.map_err(driver_err(name))?;
-            }
-        }
-        self.sums_to_f32(
-            "joseph_fixed_to_f32",
-            acc_at,
-            vol,
-            voxels,
-            bound,
-            ymax_at,
-            accumulate,
-        )
+            let chunked = self.params.ndim == 3 && self.params.nv as usize >= CHUNK_ROWS;
+            ("joseph_backward_fixed_f32", SumOrder::Scatter { chunked })
+        };
+        // SAFETY: `acc` is this piece's scratch of 64-bit sums shifted back by its first cells
+        // as the volume is (the kernels touch only the piece's cells), `sino` this geometry's
+        // data (or 0: the profile kernels' transpose of ones).
+        unsafe { self.scatter_sums(name, order, sino, kernel_acc, bound, ymax_at)? };
+        let name = "joseph_fixed_to_f32";
+        self.sums_to_f32(name, acc_at, vol, voxels, bound, ymax_at, accumulate)
     }
 
     /// Whether the deterministic transpose may pack two voxels' sums per word: 3D with 32-bit
@@ -694,42 +707,50 @@ impl CudaRay {
         Ok(())
     }
 
-    /// Launches the 3D profile transpose `name` (`joseph_backward3_profile_fixed_f32` or
-    /// `joseph_backward3_profile_packed_f32`) on `(sino, acc, views, params, count, seglen,
-    /// bound, ymax)` with the default transpose's threads and ordered launch; `sino` 0 for the
-    /// transpose of ones.
+    /// Launches the fixed-point transpose `name` on `(sino, acc, views, params, count, seglen[,
+    /// chunked], bound, ymax)`: the 3D profile transposes (`joseph_backward3_profile_fixed_f32`,
+    /// `joseph_backward3_profile_packed_f32`) with the default transpose's threads and ordered
+    /// launch, or the scattering `joseph_backward_fixed_f32` (which takes `chunked`) in the
+    /// chunked order or one thread per (segment, ray); `sino` 0 for the transpose of ones (the
+    /// profile kernels only).
     ///
     /// # Safety
     /// `acc` must be the kernel's scratch for this piece (shifted back by its first cells),
     /// `sino` this geometry's data or 0, `ymax` one word.
-    unsafe fn profile3(
+    unsafe fn scatter_sums(
         &self,
         name: &str,
+        order: SumOrder,
         sino: u64,
         acc: u64,
         bound: f64,
         ymax: u64,
     ) -> Result<()> {
-        let threads = self.chunked_rays() * self.segments(SEGMENT_PLANES);
+        let (threads, extra): (usize, &[i32]) = match order {
+            SumOrder::Profile => (
+                self.chunked_rays() * self.segments(SEGMENT_PLANES),
+                &[SEGMENT_PLANES],
+            ),
+            SumOrder::Scatter { chunked: true } => (
+                self.chunked_rays() * self.segments(SEGMENT_PLANES),
+                &[SEGMENT_PLANES, 1],
+            ),
+            SumOrder::Scatter { chunked: false } => (
+                self.rays() * self.segments(SEGMENT_PLANES),
+                &[SEGMENT_PLANES, 0],
+            ),
+        };
         if threads == 0 {
             return Ok(());
         }
-        let f = self.ctx.function(&RAY, name)?;
-        let stream = &self.ctx.stream();
-        let mut b = stream.launch_builder(&f);
-        let count = self.params.nviews;
-        b.arg(&sino)
-            .arg(&acc)
-            .arg(&self.views)
-            .arg(&self.params)
-            .arg(&count)
-            .arg(&SEGMENT_PLANES)
-            .arg(&bound)
-            .arg(&ymax);
-        // SAFETY: (const float* sino, unsigned long long* acc, const double* views, RayParams,
-        // int count, int seglen, double bound, const unsigned* ymax), as the caller promises.
-        unsafe { b.launch(self.ctx.launch_cfg_ordered(threads)) }.map_err(driver_err(name))?;
-        Ok(())
+        let cfg = match order {
+            SumOrder::Scatter { chunked: false } => self.ctx.launch_cfg(threads),
+            _ => self.ctx.launch_cfg_ordered(threads),
+        };
+        // (const float* sino, unsigned long long* acc, const double* views, RayParams, int
+        // count, int seglen[, int chunked], double bound, const unsigned* ymax) — `chunked` for
+        // joseph_backward_fixed_f32 alone — with the scratch as the caller promises.
+        self.launch_with(name, cfg, sino, acc, extra, Some((bound, ymax)))
     }
 
     /// The packed transpose's bound, computed once: the largest voxel of the transpose of
@@ -744,29 +765,15 @@ impl CudaRay {
     /// `vol` must address the piece's `voxels` f32 values of this context, free to overwrite.
     unsafe fn packed_bound(&self, vol: u64, voxels: usize) -> Result<Option<f64>> {
         let stream = &self.ctx.stream();
-        let acc = self.ctx.alloc_raw::<u64>(voxels)?;
         let one = stream
             .clone_htod(&[1.0f32.to_bits()])
             .map_err(driver_err("copying the data's bound to the device"))?;
         let top = self.ctx.alloc_raw::<u32>(1)?;
-        let (acc_at, _a) = acc.device_ptr(stream);
         let (one_at, _o) = one.device_ptr(stream);
         let (top_at, _t) = top.device_ptr(stream);
-        self.zero(acc_at, 2 * voxels, "clearing the fixed-point sums")?;
-        let bound = self.fixed_bound();
-        let kernel_acc = acc_at.wrapping_sub(self.lo_offset() * 8);
-        let name = "joseph_backward3_profile_fixed_f32";
-        // SAFETY: `acc` is this piece's scratch shifted back by its first cells; no data.
-        unsafe { self.profile3(name, 0, kernel_acc, bound, one_at)? };
-        self.sums_to_f32(
-            "joseph_fixed_to_f32",
-            acc_at,
-            vol,
-            voxels,
-            bound,
-            one_at,
-            false,
-        )?;
+        // SAFETY: no data (the profile kernel's y = 1, [`Self::packs`] holds), max|y| = 1;
+        // `vol` as the caller promises.
+        unsafe { self.transpose_fixed64(0, one_at, vol, voxels, false)? };
         self.absmax(vol, voxels, top_at)?;
         let bits = stream
             .clone_dtoh(&top)
@@ -807,7 +814,7 @@ impl CudaRay {
         let kernel_acc = acc_at.wrapping_sub(self.lo_offset() / 2 * 8);
         let name = "joseph_backward3_profile_packed_f32";
         // SAFETY: `acc` holds the piece's voxels in pairs, shifted back as the volume is.
-        unsafe { self.profile3(name, sino, kernel_acc, bound, ymax_at)? };
+        unsafe { self.scatter_sums(name, SumOrder::Profile, sino, kernel_acc, bound, ymax_at)? };
         let name = "joseph_packed_to_f32";
         self.sums_to_f32(name, acc_at, vol, voxels, bound, ymax_at, accumulate)
     }
