@@ -1588,6 +1588,141 @@ joseph_backward2_lanes_f32(const float* __restrict__ sino, const float* __restri
     backward2_lanes<64>(sino, weights, vol, rays, info, p, split);
 }
 
+// ---------------------------------------------------------------------------------------------
+// 2D parallel beams: the forward over tiles of pixels (joseph_forward2_tile_f32).
+//
+// A block stages a tile of FT2 x FT2 pixels in shared memory with a border of FT2H zero cells on
+// every side (cells outside the grid are zero too), then marches, for each view of its share, the
+// rays whose taps can reach the tile (gather2_range over the tile's first and last planes) over the
+// tile's planes: lane l of a warp takes ray u0 + 32k + l, and each lane steps through its own
+// range of planes, those where its f lies in [ja - 1, jb) (a tap in the tile's cells [ja, jb)),
+// found from the affine f = fb0 + m*sb and widened by the rounding of f and of this estimate, so
+// that it holds every such plane. At the planes of the margin f lies only a rounding error
+// outside [ja - 1, jb), so both taps fall on staged cells (ja - 2 to jb), the ones outside the
+// tile on the zero border: they add (+/-)0. Each tap is thus counted
+// in exactly one tile, with the forward's own taps, weights and products (f = fb0 + m*sb rounded,
+// taps floor(f), floor(f) + 1 as trunc(f + 4) - 4, weights 1 - t, t); the tiles' partial sums
+// times w are added into the zeroed sinogram with atomics (their order, and so the last bits, may
+// vary from run to run: not for the deterministic mode).
+// The lanes of a warp hold neighbouring rays, which enter the tile a plane or more apart, so at a
+// step they sit on distinct planes and near the same cell: with the odd pitch their reads fall into
+// distinct banks whatever the view's axis. The integer part of g = f + 4 (0 < g < 2^23 here) comes
+// from one addition rounded toward zero, g + 2^23, whose bits hold it, instead of two conversions.
+// blockIdx.x: the tile, blockIdx.y: the view share (of split), blockIdx.z: the batch entry
+// (volumes of shape[0] x shape[1] pixels and sinograms of nviews x nu values one after the other).
+// Dynamic shared memory: ft2_smem_bytes(FT2) bytes. Blocks of 256 threads.
+#define FT2H 2
+
+__host__ __device__ constexpr int ft2_side(int t) { return t + 2 * FT2H; }
+__host__ __device__ constexpr int ft2_pitch(int t) { return t + 2 * FT2H + 1; }
+__host__ __device__ constexpr unsigned ft2_smem_bytes(int t) { return (unsigned)(ft2_side(t) * ft2_pitch(t)) * 4u; }
+
+// The march of one ray through the staged tile: `len` planes from `at` (the staged cell of cell 0
+// of the ray's first plane, so that cell ib of plane k is at[k * SM + ib * SJ]), f from plane mf on.
+template <int SM, int SJ>
+__device__ __forceinline__ float tile2_march(const float* at, float fb0, float sb, float mf, int len) {
+    float acc = 0.0f;
+    for (int k = 0; k < len; ++k) {
+        const float f = __fadd_rn(fb0, __fmul_rn(mf, sb));
+        const float h = __fadd_rz(__fadd_rn(f, 4.0f), 8388608.0f);  // 2^23 + trunc(f + 4)
+        const float tb = __fsub_rn(f, __fsub_rn(h, 8388612.0f));     // f - (trunc(f + 4) - 4)
+        const float* c = at + (__float_as_int(h) - 0x4B000004) * SJ;  // cell trunc(f + 4) - 4
+        acc = __fadd_rn(acc, __fmul_rn(__fsub_rn(1.0f, tb), c[0]));
+        acc = __fadd_rn(acc, __fmul_rn(tb, c[SJ]));
+        at += SM;
+        mf = __fadd_rn(mf, 1.0f);
+    }
+    return acc;
+}
+
+template <int FT2>
+__device__ __forceinline__ void forward2_tile(const float* __restrict__ vol, float* __restrict__ sino,
+                                              const Ray2* __restrict__ rays, const float* __restrict__ weights,
+                                              const View2* __restrict__ info, const RayParams& p, int split) {
+    extern __shared__ float slab_smem[];
+    constexpr int S = ft2_side(FT2), P = ft2_pitch(FT2);
+    float* tile = slab_smem;
+    const int n0 = (int)p.shape[0], n1 = (int)p.shape[1], nu = p.nu;
+    const int tiles1 = (n1 + FT2 - 1) / FT2;
+    const int r0 = (int)(blockIdx.x / (unsigned)tiles1) * FT2, c0 = (int)(blockIdx.x % (unsigned)tiles1) * FT2;
+    const int r1 = min(r0 + FT2, n0), c1 = min(c0 + FT2, n1);
+    const u64 entry = blockIdx.z;
+    vol += entry * (u64)n0 * (u64)n1;
+    sino += entry * (u64)p.nviews * (u64)nu;
+    for (int k = (int)threadIdx.x; k < S * S; k += (int)blockDim.x) {
+        const int i = r0 + k / S - FT2H, j = c0 + k % S - FT2H;
+        const bool in = i >= r0 && i < r1 && j >= c0 && j < c1;
+        tile[(k / S) * P + k % S] = in ? __ldg(vol + (u64)i * (u64)n1 + (u64)j) : 0.0f;
+    }
+    __syncthreads();
+    const int lane = (int)(threadIdx.x & 31), warp = (int)(threadIdx.x >> 5), nwarps = (int)(blockDim.x >> 5);
+    const int vb = (int)(((long long)p.nviews * blockIdx.y) / split);
+    const int ve = (int)(((long long)p.nviews * (blockIdx.y + 1)) / split);
+    for (int view = vb + warp; view < ve; view += nwarps) {
+        const View2 v = info[view];
+        if (v.a < 0) continue;
+        // The tile along the view's axes: planes [ma, mb), cells [ja, jb).
+        const int ma = v.a == 0 ? r0 : c0, mb = v.a == 0 ? r1 : c1;
+        const int ja = v.a == 0 ? c0 : r0, jb = v.a == 0 ? c1 : r1;
+        int u0, u1, w0, w1;
+        gather2_range(v, ma, (float)ja - 1.0f, (float)jb, nu, &u0, &u1);
+        gather2_range(v, mb - 1, (float)ja - 1.0f, (float)jb, nu, &w0, &w1);
+        u0 = min(u0, w0);
+        u1 = max(u1, w1);
+        const float sb = v.sb, asb = fabsf(sb);
+        for (int ub = u0; ub <= u1; ub += 32) {
+            const int u = ub + lane;
+            if (u > u1) continue;
+            const u64 ray = (u64)view * (u64)nu + (u64)u;
+            const Ray2 e = rays[ray];
+            int lo = max(ma, e.planes & 0xffff), hi = min(mb, e.planes >> 16);
+            // The planes where f can lie in [ja - 1, jb): from the affine f, widened by a plane
+            // and by the rounding of f and of this estimate (err: a few ulps of the magnitudes).
+            const float err = (fabsf(e.fb0) + fabsf((float)mb * sb) + (float)(jb + 2)) * 2.0e-6f;
+            if (asb > 0.0f) {
+                const float ta = ((float)ja - 1.0f - e.fb0) / sb, tz = ((float)jb - e.fb0) / sb;
+                const float margin = err / asb + (fabsf(ta) + fabsf(tz)) * 1.0e-6f;
+                const float mlo = fmaxf(fminf(ta, tz) - margin, (float)ma - 1.0f);
+                const float mhi = fminf(fmaxf(ta, tz) + margin, (float)mb + 1.0f);
+                lo = max(lo, (int)ceilf(mlo));
+                hi = min(hi, (int)floorf(mhi) + 1);
+            } else if (!(e.fb0 >= (float)ja - 1.0f - err && e.fb0 < (float)jb + err)) {
+                hi = lo;
+            }
+            if (lo >= hi) continue;
+            float acc;
+            if (v.a == 0) {
+                const float* at = tile + (lo - ma + FT2H) * P + (FT2H - ja);
+                acc = tile2_march<P, 1>(at, e.fb0, sb, (float)lo, hi - lo);
+            } else {
+                const float* at = tile + (lo - ma + FT2H) + (FT2H - ja) * P;
+                acc = tile2_march<1, P>(at, e.fb0, sb, (float)lo, hi - lo);
+            }
+            atomicAdd(sino + ray, __fmul_rn(acc, weights[ray]));
+        }
+    }
+}
+
+// 64 x 64 pixels per tile (18.8 KB of shared memory).
+extern "C" __global__ void __launch_bounds__(256)
+joseph_forward2_tile_f32(const float* __restrict__ vol, float* __restrict__ sino, const Ray2* __restrict__ rays,
+                         const float* __restrict__ weights, const View2* __restrict__ info, RayParams p, int split) {
+    forward2_tile<64>(vol, sino, rays, weights, info, p, split);
+}
+
+// Tiles of 16 and 128 pixels: the CPU stand-in's test of the tiles' borders on small grids, and
+// the kernel harness's comparison of tile sizes.
+extern "C" __global__ void __launch_bounds__(256)
+joseph_forward2_tile16_f32(const float* __restrict__ vol, float* __restrict__ sino, const Ray2* __restrict__ rays,
+                           const float* __restrict__ weights, const View2* __restrict__ info, RayParams p, int split) {
+    forward2_tile<16>(vol, sino, rays, weights, info, p, split);
+}
+extern "C" __global__ void __launch_bounds__(256)
+joseph_forward2_tile128_f32(const float* __restrict__ vol, float* __restrict__ sino, const Ray2* __restrict__ rays,
+                            const float* __restrict__ weights, const View2* __restrict__ info, RayParams p, int split) {
+    forward2_tile<128>(vol, sino, rays, weights, info, p, split);
+}
+
 // vol[b] = the transpose of `batch` (1 to GATHER2_BATCH) 2D parallel beams, a pixel per thread:
 // blocks of 16 x 16 threads own 16 x 16 pixels (blockIdx.x: columns, blockIdx.y: rows), blockIdx.z
 // is a share of the views (split); the views' entries are staged in shared memory 256 at a time.

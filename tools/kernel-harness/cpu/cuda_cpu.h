@@ -143,6 +143,13 @@ inline int __any_sync(unsigned m, int pred) { return __ballot_sync(m, pred) != 0
 inline float __fadd_rn(float a, float b) { return a + b; }
 inline float __fsub_rn(float a, float b) { return a - b; }
 inline float __fmul_rn(float a, float b) { return a * b; }
+// a + b rounded toward zero (the exact sum in double, then cut toward zero to a float).
+inline float __fadd_rz(float a, float b) {
+    const double d = (double)a + (double)b;
+    float r = (float)d;
+    if (std::fabs((double)r) > std::fabs(d)) r = std::nextafter(r, 0.0f);
+    return r;
+}
 inline int __float2int_rz(float a) { return (int)a; }
 inline int __float2int_rd(float a) { return (int)std::floor(a); }
 inline int __double2int_rn(double a) { return (int)std::nearbyint(a); }  // the default mode: to nearest even

@@ -331,6 +331,7 @@ int main() {
     std::vector<Geo> cases = {
         par2d(40, 36, 24, 50, 3.0),
         par2d(40, 36, 12, 400, 3.0),  // cells far finer than the pixels: the ranged lanes' broadcast path
+        par2d(70, 45, 10, 24, 2.8),   // cells coarser than the pixels; 64-pixel tiles cut both axes
         fan2d(33, 29, 18, 40),
         cone("cone 3D", {20, 18, 24}, 10, 30, 32, 0.0),
         cone("cone 3D, tilted detector", {19, 17, 16}, 8, 26, 32, 0.15),
@@ -348,6 +349,8 @@ int main() {
     for (int pass = 0; pass < 2; ++pass)
     for (const Geo& g : cases) {
         if (pass == 1 && g.ndim != 3) continue;
+        // PIECES_ONLY=text: only the cases whose name holds it (a quicker run while developing).
+        if (const char* only = getenv("PIECES_ONLY"); only && g.name.find(only) == std::string::npos) continue;
         cur::seglen3 = pass == 0 ? 128 : 4;
         if (pass == 1) printf("-- segments of %d planes:\n", cur::seglen3);
         const int n0 = (int)g.shape[0];
@@ -412,6 +415,25 @@ int main() {
                 ok = batch_matches_entries(pc, g, 3, cur::forward2_batch, cur::transpose_atomic_batch, "scattering") && ok;
             }
             if (g.ndim == 2 && g.parallel && which == cur::Fwd::Production) {
+                // The tile forward (tiles of 64 and 16 pixels, views in 1 or 3 shares, a batch of
+                // 2) against the production forward: the same taps, other order of the additions.
+                for (int tile : {64, 16})
+                    for (int split : {1, 3}) {
+                        const int batch = 2;
+                        std::vector<float> xs(nvox * batch), st(nsino * batch), se(nsino * batch);
+                        std::copy(x.begin(), x.end(), xs.begin());
+                        const std::vector<float> x2 = randv(nvox, 13);
+                        std::copy(x2.begin(), x2.end(), xs.begin() + nvox);
+                        cur::forward2_tile(pc, g.views.data(), xs.data(), st.data(), batch, split, tile);
+                        for (int e = 0; e < batch; ++e) {
+                            std::vector<float> xe(xs.begin() + e * nvox, xs.begin() + (e + 1) * nvox);
+                            cur::forward(pc, g.views.data(), xe.data(), se.data() + e * nsino, which);
+                        }
+                        const Diff dt = diff(st, se);
+                        printf("  tile forward, %d-pixel tiles, %d view shares, batch %d, vs production %.1e (max %.1e)\n",
+                               tile, split, batch, dt.l2, dt.max);
+                        if (!(dt.l2 <= 1e-6 && dt.max <= 1e-6)) ok = false;
+                    }
                 std::vector<float> vl(nvox), vlr(nvox);
                 cur::transpose2_lanes(pc, g.views.data(), y.data(), vl.data(), 2);
                 ref::transpose2_lanes(pr, g.views.data(), y.data(), vlr.data(), 2);
