@@ -20,36 +20,14 @@
 #include <vector>
 #include "harness_data.h"
 #include "harness_time.cuh"
+#include "harness_par2d.h"
 
-
-struct Par2d { RayParams p; std::vector<double> views; };
-
-static Par2d par2d(int n0, int n1, int nviews, int nu, double span, double th0, double th1) {
-    Par2d c; memset(&c.p, 0, sizeof(c.p));
-    const int sh[2] = {n0, n1};
-    for (int k = 0; k < 2; ++k) { c.p.shape[k] = sh[k]; c.p.vmin[k] = -1.0; c.p.h[k] = 2.0 / sh[k]; }
-    c.p.shape[2] = 1; c.p.h[2] = 1;
-    c.p.ndim = 2; c.p.nu = nu; c.p.nv = 1; c.p.nviews = nviews; c.p.parallel = 1;
-    const double du = span / nu;
-    for (int k = 0; k < nviews; ++k) {
-        const double th = th0 + (th1 - th0) * (k + 0.5) / nviews, cs = cos(th), sn = sin(th);
-        double v[12] = {-sn, cs, 0, 0.013, -0.007, 0, du * cs, du * sn, 0, 0, 0, 0};
-        c.views.insert(c.views.end(), v, v + 12);
-    }
-    return c;
-}
 
 int main(int argc, char** argv) {
     const int reps = argc > 1 ? atoi(argv[1]) : 200;
     int sms; CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-    struct Spec { const char* name; int n0, n1, nviews, nu; double span, th0, th1; };
-    std::vector<Spec> specs = {
-        {"parallel2d_512", 512, 512, 512, 727, 2 * sqrt(2.0), 0, M_PI},
-        {"lpd_256 (360 x 384)", 256, 256, 360, 384, 2 * sqrt(2.0), 0, M_PI},
-        {"odd 97x131, 45 views, fine det 900", 97, 131, 45, 900, 3.0, 0.1, 2.9},
-        {"coarse det 64, 200x180", 200, 180, 30, 64, 3.5, -1.0, 2.0},
-    };
-    for (const Spec& s : specs) {
+    const std::vector<Par2dSpec> specs = par2d_specs();
+    for (const Par2dSpec& s : specs) {
         Par2d c = par2d(s.n0, s.n1, s.nviews, s.nu, s.span, s.th0, s.th1);
         RayParams p = c.p;
         const int nviews = p.nviews, nu = p.nu;
