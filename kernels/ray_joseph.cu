@@ -1611,6 +1611,9 @@ joseph_backward2_lanes_f32(const float* __restrict__ sino, const float* __restri
 // blockIdx.x: the tile, blockIdx.y: the view share (of split), blockIdx.z: the batch entry
 // (volumes of shape[0] x shape[1] pixels and sinograms of nviews x nu values one after the other).
 // Dynamic shared memory: ft2_smem_bytes(FT2) bytes. Blocks of 256 threads.
+// H100 (tools/kernel-harness/par2d_forward.cu): parallel2d_512 0.168 ms (views split 17 ways;
+// 0.159 ms at 16 or with 128-pixel tiles) against 0.289 ms for joseph_forward2_smem_f32; batch 8
+// 1.10 against 2.18 ms; the learned primal-dual operator's 256² forward 0.048 against 0.088 ms.
 #define FT2H 2
 
 __host__ __device__ constexpr int ft2_side(int t) { return t + 2 * FT2H; }
