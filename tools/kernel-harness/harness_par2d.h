@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <vector>
+#include "harness_time.cuh"
 
 struct Par2d { RayParams p; std::vector<double> views; };
 
@@ -34,4 +35,24 @@ static std::vector<Par2dSpec> par2d_specs() {
         {"odd 97x131, 45 views, fine det 900", 97, 131, 45, 900, 3.0, 0.1, 2.9},
         {"coarse det 64, 200x180", 200, 180, 30, 64, 3.5, -1.0, 2.0},
     };
+}
+
+// A case's views and ray tables (joseph_setup2_f32) on the device.
+struct Par2dDevice {
+    double* views;
+    Ray2* rays;
+    float* weights;
+    View2* info;
+    void release() const { CK(cudaFree(views)); CK(cudaFree(rays)); CK(cudaFree(weights)); CK(cudaFree(info)); }
+};
+static Par2dDevice par2d_upload(const Par2d& c) {
+    const RayParams& p = c.p;
+    const size_t rays = (size_t)p.nviews * p.nu;
+    Par2dDevice d;
+    CK(cudaMalloc(&d.views, c.views.size() * 8));
+    CK(cudaMemcpy(d.views, c.views.data(), c.views.size() * 8, cudaMemcpyHostToDevice));
+    CK(cudaMalloc(&d.rays, rays * 8)); CK(cudaMalloc(&d.weights, rays * 4)); CK(cudaMalloc(&d.info, p.nviews * 16));
+    joseph_setup2_f32<<<(unsigned)((rays + 255) / 256), 256>>>(d.views, p, d.rays, d.weights, d.info);
+    CK(cudaGetLastError());
+    return d;
 }

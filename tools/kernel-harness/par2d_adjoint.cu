@@ -33,12 +33,11 @@ int main(int argc, char** argv) {
         const int nviews = p.nviews, nu = p.nu;
         const size_t rays = (size_t)nviews * nu, npix = (size_t)s.n0 * s.n1;
         const int B = 8;
-        double* dviews; CK(cudaMalloc(&dviews, c.views.size() * 8));
-        CK(cudaMemcpy(dviews, c.views.data(), c.views.size() * 8, cudaMemcpyHostToDevice));
-        Ray2* dr; float* dw; View2* di;
-        CK(cudaMalloc(&dr, rays * 8)); CK(cudaMalloc(&dw, rays * 4)); CK(cudaMalloc(&di, nviews * 16));
-        joseph_setup2_f32<<<(unsigned)((rays + 255) / 256), 256>>>(dviews, p, dr, dw, di);
-        CK(cudaGetLastError());
+        const Par2dDevice dev = par2d_upload(c);
+        double* dviews = dev.views;
+        Ray2* dr = dev.rays;
+        float* dw = dev.weights;
+        View2* di = dev.info;
         std::vector<float> hy = randv(rays * B, 7);
         float *dy, *dc, *dvol, *dref;
         CK(cudaMalloc(&dy, rays * B * 4)); CK(cudaMalloc(&dc, rays * B * 4));
@@ -106,7 +105,7 @@ int main(int argc, char** argv) {
                 }
             }
         }
-        CK(cudaFree(dviews)); CK(cudaFree(dr)); CK(cudaFree(dw)); CK(cudaFree(di));
+        dev.release();
         CK(cudaFree(dy)); CK(cudaFree(dc)); CK(cudaFree(dvol)); CK(cudaFree(dref));
     }
     return 0;
